@@ -1,0 +1,273 @@
+"""The loop: the protocol, each brake against each misbehaviour, provider failures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vibe_agent.loop import StopReason, run_agent
+from vibe_agent.registry import ToolRegistry
+from vibe_agent.scripted import (
+    ScriptedModel,
+    answer,
+    call,
+    calls,
+    http_error,
+    misbehaving,
+    reference_model,
+    usage_of,
+)
+from vibe_agent.trace import Trace
+
+MODEL = "test-model"
+
+
+def make_registry() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def calculator(expression: str) -> str:
+        """Multiply or add two integers written like '17 * 23'.
+
+        Args:
+            expression: two integers and one operator.
+        """
+        a, op, b = expression.split()
+        return f"{expression} = {int(a) * int(b) if op == '*' else int(a) + int(b)}"
+
+    @registry.tool
+    def current_time(timezone: str = "Asia/Shanghai") -> str:
+        """The current time (fixed for tests).
+
+        Args:
+            timezone: an IANA timezone name.
+        """
+        return f"2026-11-30 21:00:00 {timezone}"
+
+    @registry.tool
+    def broken(path: str) -> str:
+        """A tool that always raises.
+
+        Args:
+            path: anything.
+        """
+        raise OSError(f"disk on fire: {path}")
+
+    return registry
+
+
+def run(model: ScriptedModel, **kwargs):
+    return run_agent(model.client(), "17 × 23 等于多少？", make_registry(), model=MODEL, **kwargs)
+
+
+def test_ideal_path_appends_both_messages_and_exits_on_empty_tool_calls():
+    model = ScriptedModel([
+        calls(call("calculator", {"expression": "17 * 23"}, id="c1")),
+        answer("17 × 23 = 391。"),
+    ])
+    result = run(model)
+    model.assert_consumed()
+    assert result.ok and result.answer == "17 × 23 = 391。"
+    assert [m["role"] for m in result.messages] == [
+        "system", "user", "assistant", "tool", "assistant"]
+    assistant, tool = result.messages[2], result.messages[3]
+    assert assistant["tool_calls"] == [{"id": "c1", "type": "function", "function": {
+        "name": "calculator", "arguments": '{"expression": "17 * 23"}'}}]
+    assert tool == {"role": "tool", "tool_call_id": "c1", "content": "17 * 23 = 391"}
+    # the full history is resent: round 2 carries everything round 1 produced
+    assert len(model.requests[0]["messages"]) == 2
+    assert model.requests[1]["messages"] == result.messages[:4]
+    assert model.requests[0]["temperature"] == 0
+    assert model.requests[0]["tool_choice"] == "auto"
+
+
+def test_done_in_content_does_not_stop_the_loop():
+    model = misbehaving("says_done_while_calling")
+    result = run(model)
+    assert result.ok and result.model_calls == 2
+    assert result.messages[2]["content"] == "完成！"  # the word was there, the loop went on
+
+
+def test_parallel_calls_are_all_answered_by_id_before_the_next_round():
+    model = misbehaving("parallel_calls")
+    result = run(model)
+    assert result.model_calls == 2
+    tool_messages = [m for m in result.messages if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_messages] == ["call_b", "call_a", "call_c"]
+    assert tool_messages[0]["content"] == "17 * 23 = 391"  # answered by id, in call order
+    assert [m["role"] for m in model.requests[1]["messages"]][-3:] == ["tool"] * 3
+
+
+def test_no_tools_means_no_tools_field():
+    model = ScriptedModel([answer("hi")])
+    run_agent(model.client(), "hi", ToolRegistry(), model=MODEL)
+    assert "tools" not in model.requests[0] and "tool_choice" not in model.requests[0]
+
+
+# Each misbehaviour against each brake: (misbehaviour, settings, stop reason, requests sent).
+BRAKE_MATRIX = [
+    ("repeat_forever", {}, StopReason.REPEATED_CALL, 3),
+    ("repeat_forever", {"max_repeats": 0}, StopReason.MAX_ITERS, 6),
+    ("repeat_forever", {"max_repeats": 0, "max_iters": 2}, StopReason.MAX_ITERS, 2),
+    ("invalid_json", {"max_repeats": 0}, StopReason.TOOL_ERRORS, 3),
+    ("invalid_json", {"max_repeats": 0, "max_tool_errors": 0}, StopReason.MAX_ITERS, 6),
+    ("invalid_json", {}, StopReason.REPEATED_CALL, 3),
+    ("unknown_tool", {"max_repeats": 0}, StopReason.TOOL_ERRORS, 3),
+    ("unknown_tool", {"max_repeats": 0, "max_tool_errors": 5}, StopReason.TOOL_ERRORS, 5),
+    ("wrong_types", {"max_repeats": 0}, StopReason.TOOL_ERRORS, 3),
+    ("wrong_types", {"max_repeats": 0, "max_tool_errors": 0, "max_iters": 4},
+     StopReason.MAX_ITERS, 4),
+    ("http_429", {}, StopReason.PROVIDER_ERROR, 1),
+    ("http_500", {}, StopReason.PROVIDER_ERROR, 1),
+    ("no_choices", {}, StopReason.PROVIDER_ERROR, 1),
+]
+
+
+@pytest.mark.parametrize(("name", "options", "reason", "requests"), BRAKE_MATRIX,
+                         ids=[f"{row[0]}-{row[2].value}-{i}" for i, row in enumerate(BRAKE_MATRIX)])
+def test_brake_matrix(name, options, reason, requests):
+    model = misbehaving(name)
+    result = run(model, **options)
+    assert result.stop_reason is reason
+    assert len(model.requests) == requests
+    assert result.answer is None
+    assert result.trace[-1].kind == "stop" and result.trace[-1].decision == reason.value
+    assert result.message == result.trace[-1].content
+
+
+def test_repeated_call_is_answered_but_not_run_again():
+    result = run(misbehaving("repeat_forever"))
+    tool_steps = [s for s in result.trace if s.kind == "tool"]
+    assert [s.decision for s in tool_steps] == ["ok", "ok", "repeated_call"]
+    assert "not run again" in result.messages[-1]["content"]
+
+
+def test_a_raising_tool_is_fed_back_and_the_model_can_recover():
+    model = ScriptedModel([
+        calls(call("broken", {"path": "/wrong"})),
+        calls(call("calculator", {"expression": "17 * 23"})),
+        answer("391"),
+    ])
+    result = run(model)
+    assert result.ok and result.answer == "391"
+    error_step = next(s for s in result.trace if s.kind == "tool")
+    assert error_step.decision == "tool_raised"
+    assert error_step.error_type == "OSError" and "disk on fire" in error_step.error
+    assert "OSError" in model.requests[1]["messages"][-1]["content"]
+
+
+def test_tool_error_counter_resets_after_a_success():
+    model = ScriptedModel([
+        calls(call("broken", {"path": "a"})), calls(call("broken", {"path": "b"})),
+        calls(call("calculator", {"expression": "1 + 1"})),
+        calls(call("broken", {"path": "c"})), calls(call("broken", {"path": "d"})),
+        answer("done"),
+    ])
+    assert run(model, max_iters=10).ok
+
+
+def test_provider_error_message_names_the_status():
+    result = run(ScriptedModel([http_error(429, "slow down")]))
+    assert result.message == "模型服务返回 HTTP 429：slow down"
+
+
+def test_usage_is_kept_per_round_and_absence_stays_absent():
+    result = run(misbehaving("omits_usage"))
+    assert result.usage[0] == usage_of(100, 10)
+    assert result.usage[1] is None
+    assert result.total_tokens is None
+    model_steps = [s for s in result.trace if s.kind == "model"]
+    assert (model_steps[0].prompt_tokens, model_steps[1].prompt_tokens) == (100, None)
+
+
+def test_total_tokens_sums_reported_usage():
+    model = ScriptedModel([calls(call("calculator", {"expression": "1 + 2"}),
+                                 usage=usage_of(50, 5)), answer("3", usage=usage_of(70, 3))])
+    assert run(model).total_tokens == 128
+
+
+def test_a_harness_bug_raises_and_the_trace_is_still_complete():
+    model = ScriptedModel([calls(call("calculator", {"expression": "1 + 2"}))])
+    trace = Trace()
+    with pytest.raises(RuntimeError, match="only 1 replies"):
+        run(model, trace=trace)
+    assert [s.kind for s in trace] == ["model", "tool", "stop"]
+    assert trace[-1].decision == "exception" and trace[-1].error_type == "ScriptExhausted"
+
+
+def test_max_iters_cannot_be_switched_off():
+    with pytest.raises(ValueError):
+        run(reference_model(), max_iters=0)
+
+
+def test_on_step_sees_every_step_live():
+    seen = []
+    result = run(reference_model(), on_step=seen.append)
+    assert seen == list(result.trace)
+
+
+def test_trace_round_trips_through_json():
+    result = run(misbehaving("parallel_calls"))
+    assert Trace.from_json(result.trace.to_json()) == result.trace
+    assert "calculator" in result.trace.render()
+
+
+def test_reasoning_content_is_passed_back():
+    model = ScriptedModel([
+        calls(call("calculator", {"expression": "1 + 2"})),
+        answer("3"),
+    ])
+    original = model.completion
+
+    def with_reasoning(name, reply):
+        body = original(name, reply)
+        body["choices"][0]["message"]["reasoning_content"] = "think"
+        return body
+
+    model.completion = with_reasoning
+    result = run(model)
+    assert result.messages[2]["reasoning_content"] == "think"
+
+
+# ---------------------------------------------------------------------------
+# Property: whatever the model replies, the loop stays within its contract
+# ---------------------------------------------------------------------------
+
+tool_call_specs = st.builds(
+    call,
+    name=st.sampled_from(["calculator", "current_time", "broken", "missing_tool"]),
+    arguments=st.one_of(
+        st.just('{"expression": "2 * 3"}'), st.just("{}"), st.just('{"timezone": "UTC"}'),
+        st.just('{"path": 1}'), st.text(max_size=12),
+    ),
+)
+replies = st.one_of(
+    st.builds(answer, st.text(max_size=20)),
+    st.builds(lambda specs, text: calls(*specs, content=text),
+              st.lists(tool_call_specs, min_size=1, max_size=3),
+              st.none() | st.just("完成")),
+    st.sampled_from([http_error(429), http_error(500)]),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(script=st.lists(replies, min_size=1, max_size=12), max_iters=st.integers(1, 8),
+       max_repeats=st.integers(0, 4), max_tool_errors=st.integers(0, 4))
+def test_any_script_stays_within_the_contract(script, max_iters, max_repeats, max_tool_errors):
+    model = ScriptedModel(script + [answer("fallback")] * max_iters)
+    result = run(model, max_iters=max_iters, max_repeats=max_repeats,
+                 max_tool_errors=max_tool_errors)
+    assert len(model.requests) <= max_iters
+    assert result.stop_reason in StopReason
+    # every tool_call id is answered exactly once, in the order it was requested
+    requested = [tc["id"] for m in result.messages for tc in m.get("tool_calls") or []]
+    answered = [m["tool_call_id"] for m in result.messages if m["role"] == "tool"]
+    assert answered == requested
+    # and each round's tool messages come right after their assistant message
+    for i, m in enumerate(result.messages):
+        for j, tc in enumerate(m.get("tool_calls") or []):
+            assert result.messages[i + 1 + j]["tool_call_id"] == tc["id"]
+    json.dumps(result.messages)  # the history stays plain JSON

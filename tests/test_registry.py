@@ -1,0 +1,254 @@
+"""The registry: schemas from functions, and safe dispatch of the model's calls."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal, Optional
+
+import pytest
+
+from vibe_agent.registry import ToolDefinitionError, ToolRegistry, function_to_tool, json_type
+
+
+def add(a: int, b: int = 2) -> str:
+    """Add two integers.
+
+    Args:
+        a: the first number.
+        b (int): the second number,
+            described over two lines.
+    """
+    return str(a + b)
+
+
+def boom(path: str) -> str:
+    """Read a file that does not exist.
+
+    Args:
+        path: where to read.
+    """
+    raise FileNotFoundError(f"no such file: {path}")
+
+
+def kinds(
+    text: str,
+    count: int,
+    ratio: float,
+    flag: bool,
+    tags: list[str],
+    unit: Literal["c", "f"],
+    note: Optional[str] = None,  # noqa: UP045 - the Optional spelling is part of the test
+    limit: int | None = None,
+) -> str:
+    """Take every supported kind of parameter.
+
+    Args:
+        text: a string.
+        count: an integer.
+        ratio: a float.
+        flag: a boolean.
+        tags: a list of strings.
+        unit: one of two units.
+        note: optional text.
+        limit: optional integer.
+
+    Returns:
+        A string (this section is not a parameter).
+    """
+    return "ok"
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    reg = ToolRegistry()
+    reg.register(add)
+    reg.register(boom)
+    reg.register(kinds)
+    return reg
+
+
+def test_schema_from_signature_and_docstring():
+    tool = function_to_tool(add)
+    assert tool.schema() == {
+        "type": "function",
+        "function": {
+            "name": "add",
+            "description": "Add two integers.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "integer", "description": "the first number."},
+                    "b": {"type": "integer", "default": 2,
+                          "description": "the second number, described over two lines."},
+                },
+                "required": ["a"],
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("text", {"type": "string"}),
+        ("count", {"type": "integer"}),
+        ("ratio", {"type": "number"}),
+        ("flag", {"type": "boolean"}),
+        ("tags", {"type": "array", "items": {"type": "string"}}),
+        ("unit", {"type": "string", "enum": ["c", "f"]}),
+        ("note", {"type": "string"}),
+        ("limit", {"type": "integer"}),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_each_type_maps_to_json_schema(name, expected):
+    prop = function_to_tool(kinds).parameters["properties"][name]
+    assert {k: v for k, v in prop.items() if k != "description"} == expected
+    assert prop["description"]
+
+
+def test_optional_parameters_are_not_required():
+    assert function_to_tool(kinds).parameters["required"] == [
+        "text", "count", "ratio", "flag", "tags", "unit"]
+
+
+def _no_doc(x: int) -> str:
+    return str(x)
+
+
+def _no_type(x) -> str:  # noqa: ANN001 - missing on purpose
+    """Doc.
+
+    Args:
+        x: something.
+    """
+    return str(x)
+
+
+def _no_arg_doc(x: int, y: int) -> str:
+    """Doc.
+
+    Args:
+        x: described.
+    """
+    return str(x)
+
+
+class Custom:
+    pass
+
+
+def _custom_type(x: Custom) -> str:
+    """Doc.
+
+    Args:
+        x: a custom object the model cannot send.
+    """
+    return ""
+
+
+def _var_args(*xs: int) -> str:
+    """Doc.
+
+    Args:
+        xs: many.
+    """
+    return ""
+
+
+@pytest.mark.parametrize(
+    ("fn", "message"),
+    [
+        (_no_doc, "no docstring"),
+        (_no_type, "has no type"),
+        (_no_arg_doc, "'y' is not described"),
+        (_custom_type, "unsupported parameter type"),
+        (_var_args, "cannot be described"),
+    ],
+    ids=["no-docstring", "no-type", "undescribed-arg", "custom-type", "var-args"],
+)
+def test_registration_fails_loudly(fn, message):
+    with pytest.raises(ToolDefinitionError, match=message):
+        ToolRegistry().register(fn)
+
+
+def test_duplicate_name_is_rejected(registry):
+    with pytest.raises(ToolDefinitionError, match="already registered"):
+        registry.register(add)
+
+
+def test_decorator_and_explicit_name():
+    reg = ToolRegistry()
+
+    @reg.tool
+    def hello(name: str) -> str:
+        """Greet someone.
+
+        Args:
+            name: who.
+        """
+        return f"hi {name}"
+
+    reg.register(add, name="plus")
+    assert reg.names == ["hello", "plus"]
+    assert hello("x") == "hi x"  # the decorator returns the function unchanged
+    assert [s["function"]["name"] for s in reg.to_schemas()] == ["hello", "plus"]
+
+
+def test_literal_values_must_share_a_type():
+    with pytest.raises(ToolDefinitionError):
+        json_type(Literal["a", 1])
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "output"),
+    [
+        ("add", '{"a": 1, "b": 2}', "3"),
+        ("add", {"a": 40}, "42"),
+        ("add", '  {"a": 1}  ', "3"),
+    ],
+    ids=["json-string", "dict", "default-used"],
+)
+def test_invoke_runs_the_tool(registry, name, arguments, output):
+    assert registry.invoke(name, arguments) == output
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "kind", "hint"),
+    [
+        ("nope", "{}", "unknown_tool", "Available tools: add, boom, kinds"),
+        ("add", '{"a": 1', "invalid_json", "not valid JSON"),
+        ("add", "[1, 2]", "bad_arguments", "must be a JSON object"),
+        ("add", "{}", "bad_arguments", "missing required argument 'a'"),
+        ("add", '{"a": 1, "c": 3}', "bad_arguments", "unexpected argument 'c'"),
+        ("add", '{"a": "one"}', "bad_arguments", "'a' must be integer, got str"),
+        ("add", '{"a": true}', "bad_arguments", "'a' must be integer, got bool"),
+        ("kinds", json.dumps({"text": "t", "count": 1, "ratio": 1, "flag": True,
+                              "tags": ["a", 2], "unit": "c"}), "bad_arguments",
+         "'tags[1]' must be string"),
+        ("kinds", json.dumps({"text": "t", "count": 1, "ratio": 0.5, "flag": False,
+                              "tags": [], "unit": "k"}), "bad_arguments",
+         "'unit' must be one of"),
+        ("boom", '{"path": "/nope"}', "tool_raised", "FileNotFoundError: no such file"),
+    ],
+    ids=["unknown-tool", "invalid-json", "not-an-object", "missing", "unexpected",
+         "wrong-type", "bool-is-not-int", "bad-list-item", "not-in-enum", "tool-raises"],
+)
+def test_model_mistakes_become_text(registry, name, arguments, kind, hint):
+    result = registry.call(name, arguments)
+    assert result.error_kind == kind
+    assert result.output.startswith("Error:")
+    assert hint in result.output
+    assert registry.invoke(name, arguments) == result.output  # invoke never raises
+
+
+def test_the_exception_is_kept_for_the_trace(registry):
+    result = registry.call("boom", {"path": "x"})
+    assert isinstance(result.exception, FileNotFoundError)
+    assert "try again" in result.output
+
+
+def test_float_parameter_accepts_integers(registry):
+    args = {"text": "t", "count": 1, "ratio": 2, "flag": True, "tags": ["a"], "unit": "f"}
+    assert registry.invoke("kinds", args) == "ok"

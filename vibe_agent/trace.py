@@ -1,0 +1,89 @@
+"""The trace: a step-by-step record of what happened inside one agent run.
+
+An agent that reasons wrongly usually raises no error, so we write down every
+step and read it afterwards. There are three kinds of step:
+
+    model  one call to the model: what it decided (tool calls or an answer), tokens
+    tool   one tool execution: name, arguments, result, error, time
+    stop   why the run ended (answered, a brake, a provider error)
+
+Steps are plain dataclasses, so a trace turns into JSON for saving and into text
+for a terminal or a notebook.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Literal
+
+StepKind = Literal["model", "tool", "stop"]
+
+
+@dataclass
+class TraceStep:
+    """One thing that happened in round `round` (rounds count model calls from 1)."""
+
+    round: int
+    kind: StepKind
+    decision: str  # model: "tool_calls" | "answer"; tool: "ok" | error kind; stop: reason
+    content: str | None = None  # model text, or the stop message
+    tool: str | None = None
+    tool_call_id: str | None = None
+    arguments: str | None = None  # exactly as the model sent them
+    result: str | None = None  # the text the model gets back
+    error: str | None = None  # "ZeroDivisionError: division by zero"
+    error_type: str | None = None  # the exception's class name, if one was raised
+    elapsed_ms: float = 0.0
+    prompt_tokens: int | None = None  # from the API's `usage`; None when not reported
+    completion_tokens: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Trace(list[TraceStep]):
+    """A list of steps with JSON and text renderings."""
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps([step.to_dict() for step in self], ensure_ascii=False, indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str) -> Trace:
+        names = {f.name for f in fields(TraceStep)}
+        return cls(TraceStep(**{k: v for k, v in d.items() if k in names})
+                   for d in json.loads(text))
+
+    def render(self, width: int = 100) -> str:
+        """Readable text, one line per step (long values shortened)."""
+        return "\n".join(render_step(step, width) for step in self)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+def shorten(text: str | None, width: int) -> str:
+    """One line, at most `width` characters, with an ellipsis when cut."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _tokens(step: TraceStep) -> str:
+    if step.prompt_tokens is None and step.completion_tokens is None:
+        return "tokens n/a"
+    return f"tokens {step.prompt_tokens}+{step.completion_tokens}"
+
+
+def render_step(step: TraceStep, width: int = 100) -> str:
+    """One step as a line of text."""
+    head = f"[{step.round}] {step.kind:<5}"
+    if step.kind == "model":
+        what = ("→ tool_calls" if step.decision == "tool_calls" else "→ answer")
+        text = f" {shorten(step.content, width // 2)!r}" if step.content else ""
+        return f"{head} {what}{text}  ({_tokens(step)}, {step.elapsed_ms:.0f} ms)"
+    if step.kind == "tool":
+        call = f"{step.tool}({shorten(step.arguments, width // 3)})"
+        mark = "ok" if step.decision == "ok" else f"ERROR {step.decision}"
+        return (f"{head} {call} {mark} → {shorten(step.result, width // 2)}"
+                f"  ({step.elapsed_ms:.0f} ms)")
+    return f"{head} {step.decision}: {shorten(step.content, width)}"
