@@ -33,6 +33,8 @@ import httpx2
 import openai
 
 SCRIPTED_BASE_URL = "http://scripted.invalid/v1"
+# The first line of the naive agent's JSON-convention system prompt (see naive.py).
+JSON_CONVENTION_MARKER = "你是一个通过 JSON 调用工具的助手。"
 CREATED = 1_764_460_800  # a fixed timestamp keeps scripted JSON reproducible
 
 
@@ -180,6 +182,24 @@ def offered_tools(body: dict[str, Any]) -> list[str]:
 def current_question(body: dict[str, Any]) -> str:
     users = [m for m in body["messages"] if m["role"] == "user"]
     return str(users[0]["content"]) if users else ""
+
+
+def _system_prompt(body: dict[str, Any]) -> str:
+    return next((str(m["content"]) for m in body["messages"] if m["role"] == "system"), "")
+
+
+def naive_results(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """(tool name, result) pairs in a JSON-convention conversation ("Observation: ...")."""
+    results: list[tuple[str, str]] = []
+    last_tool = "?"
+    for m in body["messages"][1:]:
+        text = str(m.get("content") or "")
+        if m["role"] == "assistant":
+            found = re.search(r'"tool"\s*:\s*"([^"]+)"', text)
+            last_tool = found.group(1) if found else "?"
+        elif m["role"] == "user" and text.startswith("Observation: "):
+            results.append((last_tool, text.removeprefix("Observation: ")))
+    return results
 
 
 def results_this_turn(body: dict[str, Any]) -> list[tuple[str, str]]:
@@ -336,13 +356,33 @@ def plan(question: str, results: list[tuple[str, str]]) -> Step:
     return Step(answer="（脚本参考模型）这个问题不在我的脚本里，我不知道答案。")
 
 
+def _missing_tool(tool: str) -> str:
+    return f"回答这个问题需要 {tool} 工具，但这次没有提供它，所以我无法回答。"
+
+
 def reference_policy(body: dict[str, Any]) -> Reply:
-    """The reference model's policy for native tool calling."""
-    step = plan(current_question(body), results_this_turn(body))
+    """The reference model's policy: native tool_calls, or the naive prompt conventions."""
+    system = _system_prompt(body)
+    if JSON_CONVENTION_MARKER in system:  # the naive agent's one-JSON-object convention
+        step = plan(current_question(body), naive_results(body))
+        if step.tool and f"- {step.tool}(" not in system:
+            step = Step(answer=_missing_tool(step.tool))
+        data = ({"answer": step.answer} if step.tool is None
+                else {"tool": step.tool, "arguments": step.arguments})
+        return answer(json.dumps(data, ensure_ascii=False))
+    prompt = current_question(body)
+    described = "tools" not in body and "\n- " in prompt  # tools only described in the text
+    question = prompt.split("\n\n", 1)[0] if described else prompt
+    step = plan(question, results_this_turn(body))
+    if described and step.tool and f"- {step.tool}(" in prompt:
+        # tools only described in the prompt: the best a model can do is SAY the call
+        args = ", ".join(f"{k}={v!r}" for k, v in step.arguments.items())
+        return answer(f"我需要调用 {step.tool}({args}) 才能回答。"
+                      "（我只能写下这句话，没有程序会替我执行它。）")
     if step.tool is None:
         return answer(step.answer or "")
     if step.tool not in offered_tools(body):
-        return answer(f"回答这个问题需要 {step.tool} 工具，但这次没有提供它，所以我无法回答。")
+        return answer(_missing_tool(step.tool))
     return calls(call(step.tool, step.arguments))
 
 

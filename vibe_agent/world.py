@@ -9,7 +9,6 @@ responses, so a lesson replays byte for byte while the tools' own code still run
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import httpx2
@@ -20,19 +19,27 @@ def system_clock() -> datetime:
     return datetime.now(UTC)
 
 
-@dataclass
 class World:
     """What the tools may read from outside the program.
 
-    Attributes:
+    Args:
         now: returns the current time as an aware datetime.
-        http: the HTTP client `fetch_url` uses (its transport may be a cassette).
+        http: the HTTP client `fetch_url` uses (its transport may be a cassette);
+            by default a real client, created on first use.
     """
 
-    now: Callable[[], datetime] = system_clock
-    http: httpx2.Client = field(default_factory=lambda: httpx2.Client(follow_redirects=True))
+    def __init__(self, now: Callable[[], datetime] = system_clock,
+                 http: httpx2.Client | None = None) -> None:
+        self.now = now
+        self._http = http
+
+    @property
+    def http(self) -> httpx2.Client:
+        if self._http is None:  # creating a client costs ~40 ms (TLS set-up): only when needed
+            self._http = httpx2.Client(follow_redirects=True)
+        return self._http
 
 
 def real_world() -> World:
-    """A world with the system clock and a fresh real HTTP client."""
+    """A world with the system clock and a real HTTP client."""
     return World()
