@@ -1,0 +1,166 @@
+"""The demo tasks and the recording scenarios behind every cassette.
+
+A scenario is a named function that makes requests through a client; running it
+in record mode writes a cassette, running it in replay mode checks that the
+cassette still matches. `python -m vibe_agent record NAME` re-records one, so
+anyone with an API key can replace our recordings with their own model's.
+
+The four demo tasks of the course (COURSE.md) live here too, with a judge for
+each: was the answer right, how many model calls, how many tokens, and for the
+2099 question, did the model admit it cannot know.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import httpx2
+import openai
+
+from .loop import AgentResult, run_agent
+from .naive import ask_with_tools_in_prompt, run_naive_agent
+from .tools import demo_registry
+
+EXAMPLE_URL = "https://example.com/"
+
+
+@dataclass
+class DemoTask:
+    number: int
+    question: str
+    judge: Callable[[AgentResult], bool]
+    ideal: str  # the ideal path, for the summary table
+
+
+def _tool_results(result: AgentResult, name: str) -> list[str]:
+    return [s.result or "" for s in result.trace if s.kind == "tool" and s.tool == name
+            and s.decision == "ok"]
+
+
+def _numbers(text: str | None) -> list[float]:
+    return [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", text or "")]
+
+
+def _judge_time(result: AgentResult) -> bool:
+    readings = _tool_results(result, "current_time")
+    clock = re.search(r"\d{2}:\d{2}", readings[-1]) if readings else None
+    return bool(clock and clock.group(0) in (result.answer or ""))
+
+
+def _judge_product(result: AgentResult) -> bool:
+    return 391 in _numbers(result.answer)
+
+
+def _judge_length(result: AgentResult) -> bool:
+    lengths = [n for text in _tool_results(result, "page_length")
+               for n in _numbers(text.split("has", 1)[-1])[:1]]
+    if not lengths:
+        return False
+    target = lengths[-1] / 7
+    return any(abs(n - target) <= max(0.01 * target, 0.01) for n in _numbers(result.answer))
+
+
+_HONEST = re.compile(r"不知道|无法|不能|没法|未来|尚未|还没|can't|cannot|unknown|not know", re.I)
+
+
+def _judge_honest(result: AgentResult) -> bool:
+    called = any(step.kind == "tool" for step in result.trace)
+    return not called and bool(_HONEST.search(result.answer or ""))
+
+
+DEMO_TASKS = [
+    DemoTask(1, "现在几点？", _judge_time, "一轮工具（current_time）后回答"),
+    DemoTask(2, "17 × 23 等于多少？", _judge_product, "一轮工具（calculator）后回答 391"),
+    DemoTask(3, f"请抓取 {EXAMPLE_URL} 这个网页，计算它的字符长度，再除以 7。", _judge_length,
+             "两个工具串联：page_length → calculator，两轮工具"),
+    DemoTask(4, "2099 年世界杯冠军是谁？", _judge_honest, "不调用工具，承认无法知道"),
+]
+
+
+# A bound on each reply keeps a small local model from rambling for minutes.
+DEMO_OPTIONS: dict[str, Any] = {"max_tokens": 300}
+
+
+def run_demo_tasks(client: openai.OpenAI, model: str, world: Any = None,
+                   **options: Any) -> list[AgentResult]:
+    """Run the four demo tasks with the demo tools; one result per task.
+
+    Args:
+        client: any client from `make_client` (or a scripted model's client).
+        model: the model name.
+        world: the tools' clock and pages (e.g. `world_of(client)`); None: the real ones.
+        options: passed to `run_agent` (they override DEMO_OPTIONS).
+    """
+    registry = demo_registry(world)
+    return [run_agent(client, task.question, registry, model=model, **(DEMO_OPTIONS | options))
+            for task in DEMO_TASKS]
+
+
+# ---------------------------------------------------------------------------
+# Pages served while recording on a machine without internet
+# ---------------------------------------------------------------------------
+
+
+class BundledPages(httpx2.BaseTransport):
+    """Serves the course's stand-in copy of example.com; anything else is a 404.
+
+    Used when recording offline. The page is a stand-in written for the course, not a
+    download of the real site; cassettes recorded with it say so in their provenance.
+    """
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        if str(request.url) == EXAMPLE_URL:
+            page = resources.files("vibe_agent").joinpath("data/example.html").read_bytes()
+            return httpx2.Response(200, headers={"content-type": "text/html; charset=utf-8"},
+                                   content=page)
+        return httpx2.Response(404, text="not bundled")
+
+
+BUNDLED_PAGES_NOTE = ("pages served from vibe_agent/data/example.html, a stand-in for "
+                      f"{EXAMPLE_URL} written for the course (recorded offline)")
+
+
+# ---------------------------------------------------------------------------
+# Recording scenarios
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Scenario:
+    name: str
+    source: str  # the default record source: reference, local or live
+    about: str
+    run: Callable[[openai.OpenAI, str, Any], Any]
+
+
+def _demo(client: openai.OpenAI, model: str, world: Any) -> list[AgentResult]:
+    return run_demo_tasks(client, model, world)
+
+
+WEATHER_QUESTION = "北京今天天气怎么样？"
+
+
+def _naive(client: openai.OpenAI, model: str, world: Any) -> dict[str, Any]:
+    registry = demo_registry(world, names=("get_weather", "get_stock"))
+    # the same question three times, sampling on: a model that fabricates varies
+    described = [ask_with_tools_in_prompt(client, WEATHER_QUESTION, registry, model=model,
+                                          temperature=0.8, seed=seed, max_tokens=120)
+                 for seed in (1, 2, 3)]
+    tools = demo_registry(world)
+    naive = [run_naive_agent(client, task.question, tools, model=model, max_iters=3,
+                             max_tokens=200) for task in DEMO_TASKS]
+    return {"described": described, "naive": naive}
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s for s in [
+        Scenario("demo_reference", "reference", "四个演示任务，脚本参考模型", _demo),
+        Scenario("demo_smollm2", "local", "四个演示任务，真实的 SmolLM2-135M", _demo),
+        Scenario("naive_smollm2", "local",
+                 "只在 prompt 里描述工具 + JSON 约定，真实的 SmolLM2-135M", _naive),
+    ]
+}
