@@ -27,6 +27,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
@@ -87,15 +88,23 @@ def _short(value: Any, width: int = 60) -> str:
     return repr(text if len(text) <= width else text[: width - 1] + "…")
 
 
+def _differing(recorded: dict[str, Any], now: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    old, new = flatten(normalise(recorded)), flatten(normalise(now))
+    return [(path, old.get(path, "<absent>"), new.get(path, "<absent>"))
+            for path in sorted(old.keys() | new.keys())
+            if old.get(path, "<absent>") != new.get(path, "<absent>")]
+
+
 def differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
     """Every field that differs, as `path: recorded '…' | now '…'`."""
-    old, new = flatten(normalise(recorded)), flatten(normalise(now))
-    lines = []
-    for path in sorted(old.keys() | new.keys()):
-        if old.get(path, "<absent>") != new.get(path, "<absent>"):
-            lines.append(f"{path}: recorded {_short(old.get(path, '<absent>'))} | "
-                         f"now {_short(new.get(path, '<absent>'))}")
-    return lines
+    return [f"{path}: recorded {_short(old)} | now {_short(new)}"
+            for path, old, new in _differing(recorded, now)]
+
+
+def distance(recorded: dict[str, Any], now: dict[str, Any]) -> float:
+    """How far apart two requests are: each differing field counts 0..1 by how much differs."""
+    return sum(1 - SequenceMatcher(None, str(old), str(new)).ratio()
+               for _, old, new in _differing(recorded, now))
 
 
 # ---------------------------------------------------------------------------
@@ -121,6 +130,7 @@ class Cassette:
         self._http: dict[str, list[int]] = defaultdict(list)
         self._clock: list[int] = []
         self._served: dict[str, int] = defaultdict(int)
+        self._used: set[int] = set()
         for i, item in enumerate(self.interactions):
             self._index_one(i, item)
 
@@ -171,7 +181,14 @@ class Cassette:
         (so re-running a cell replays what it showed before)."""
         n = self._served[key]
         self._served[key] = n + 1
-        return self.interactions[indices[min(n, len(indices) - 1)]]
+        index = indices[min(n, len(indices) - 1)]
+        self._used.add(index)
+        return self.interactions[index]
+
+    def unused_chats(self) -> list[int]:
+        """Numbers (from 1) of chat recordings nobody asked for yet."""
+        chats = [i for i, item in enumerate(self.interactions) if item["kind"] == "chat"]
+        return [n for n, i in enumerate(chats, 1) if i not in self._used]
 
     def chat_response(self, body: dict[str, Any]) -> dict[str, Any]:
         key = request_key(body)
@@ -207,9 +224,9 @@ class Cassette:
                   "VIBE_AGENT_MODE=local, or re-record with `python -m vibe_agent record`.")
         if not chats:
             return f"{head}\nThe cassette holds no chat recordings.\n{remedy}"
-        scored = [(len(differences(c["request"], body)), n) for n, c in enumerate(chats)]
-        count, n = min(scored)
+        n = min(range(len(chats)), key=lambda k: distance(chats[k]["request"], body))
         diff = differences(chats[n]["request"], body)
+        count = len(diff)
         shown = "\n".join(f"  {line}" for line in diff[:12])
         more = f"\n  … and {len(diff) - 12} more" if len(diff) > 12 else ""
         return (f"{head}\nNearest recording: chat #{n + 1} of {len(chats)}, "

@@ -1,0 +1,113 @@
+"""The command line, run as a learner would: a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx2
+import pytest
+
+from vibe_agent.scripted import reference_model
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, cwd=None) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
+    return subprocess.run([sys.executable, "-m", "vibe_agent", *args], capture_output=True,
+                          text=True, timeout=120, env=clean | (env or {}), cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def fake_provider():
+    """An OpenAI-compatible HTTP server on 127.0.0.1 that plays the reference model."""
+    model = reference_model()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - the http.server API
+            body = self.rfile.read(int(self.headers["content-length"]))
+            assert self.headers["authorization"] == "Bearer test-key"
+            response = model.handle_request(httpx2.Request(
+                "POST", f"http://127.0.0.1{self.path}", content=body))
+            self.send_response(response.status_code)
+            self.send_header("content-type", "application/json")
+            self.end_headers()
+            self.wfile.write(response.read())
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/v1", model
+    server.shutdown()
+
+
+def test_demo_offline_runs_four_tasks(tmp_path):
+    done = run_cli("demo", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "运行模式：reference" in out and "不是 LLM" in out
+    for n in (1, 2, 3, 4):
+        assert f"任务 {n}：" in out
+    assert "17 × 23 = 391" in out
+    assert out.count("✓") == 4
+    assert "calculator" in out and "page_length" in out  # the trace is printed
+
+
+def test_ask_answers_and_exits_zero(tmp_path):
+    done = run_cli("ask", "17 × 23 等于多少？", cwd=tmp_path)
+    assert done.returncode == 0
+    assert done.stdout.strip().endswith("17 × 23 = 391。")
+
+
+def test_a_brake_exits_non_zero_with_a_reason(tmp_path):
+    done = run_cli("ask", "请抓取 https://example.com/ 这个网页，计算它的字符长度，再除以 7。",
+                   "--max-iters", "1", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.strip().splitlines()[-1].startswith("停止（max_iters）")
+
+
+def test_live_mode_uses_the_environment(tmp_path, fake_provider):
+    base_url, model = fake_provider
+    before = len(model.requests)
+    done = run_cli("ask", "2099 年世界杯冠军是谁？", cwd=tmp_path, env={
+        "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "test-key",
+        "VIBE_AGENT_MODEL": "my-model"})
+    assert done.returncode == 0, done.stderr
+    assert "运行模式：live" in done.stdout and "模型：my-model" in done.stdout
+    assert model.requests[before]["model"] == "my-model"
+
+
+def test_provider_failure_is_one_line_not_a_traceback(tmp_path):
+    done = run_cli("ask", "hi", cwd=tmp_path, env={
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "k",
+        "VIBE_AGENT_MODEL": "m"})
+    assert done.returncode == 1
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "停止（provider_error）：连不上模型服务" in done.stdout
+
+
+def test_configuration_problem_exits_two(tmp_path):
+    done = run_cli("ask", "hi", "--mode", "live", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "配置问题：在线模式需要 OPENAI_API_KEY" in done.stderr
+
+
+def test_record_writes_a_cassette_that_replays(tmp_path):
+    env = {"VIBE_AGENT_CASSETTES": str(tmp_path)}
+    done = run_cli("record", "demo_reference", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "demo_reference.json").exists()
+    replay = run_cli("demo", "--mode", "replay", "--cassette", "demo_reference",
+                     cwd=tmp_path, env=env)
+    assert replay.returncode == 0, replay.stderr
+    assert replay.stdout.count("✓") == 4
+
+
+def test_record_rejects_unknown_scenarios(tmp_path):
+    done = run_cli("record", "nope", cwd=tmp_path)
+    assert done.returncode == 2 and "可用场景" in done.stderr
