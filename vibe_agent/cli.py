@@ -125,8 +125,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         path = info.cassette.save()
         chats = sum(1 for i in info.cassette.interactions if i["kind"] == "chat")
         print(f"已录制 {name}（来源 {source}，{chats} 次模型调用）→ {path}")
-    print("提示：重新录制后，运行 python -m vibe_agent.make_notebooks --execute "
-          "刷新笔记本里保存的输出。")
+    print("提示：重新录制后，请按 README“录音从哪来”一节刷新笔记本里保存的输出。")
     return EXIT_OK
 
 
