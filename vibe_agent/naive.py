@@ -94,7 +94,9 @@ class ParseFailure(ValueError):
 
 
 def _to_action(data: Any) -> Action:
-    if isinstance(data, dict) and isinstance(data.get("answer"), str):
+    if isinstance(data, dict) and "answer" in data:
+        if not isinstance(data["answer"], str):
+            raise ParseFailure("'answer' must be a string")
         return Action(answer=data["answer"])
     if isinstance(data, dict) and isinstance(data.get("tool"), str):
         arguments = data.get("arguments") or {}
@@ -135,12 +137,13 @@ def diagnose(text: str) -> list[str]:
     stripped = text.strip()
     if "```" in text:
         problems.append("code_fence")
-    if "**" in text:
-        problems.append("markdown_bold")
+    outside = _BRACES.sub("", text)
+    if "**" in outside or re.search(r'"tool"\s*:\s*"\*\*', text):
+        problems.append("markdown_bold")  # around the JSON, or inside the tool name
     if re.search(r"^\s*(Observation|观察)\s*[:：]", text, re.MULTILINE):
         problems.append("fabricated_observation")
     objects = re.findall(r'\{\s*"(?:tool|answer)"', text)
-    if len(objects) > 1:
+    if len(re.findall(r'\{\s*"tool"', text)) > 1:
         problems.append("several_calls")
     if not objects:
         problems.append("prose_instead_of_json")
