@@ -271,3 +271,46 @@ def test_any_script_stays_within_the_contract(script, max_iters, max_repeats, ma
         for j, tc in enumerate(m.get("tool_calls") or []):
             assert result.messages[i + 1 + j]["tool_call_id"] == tc["id"]
     json.dumps(result.messages)  # the history stays plain JSON
+
+
+# ---------------------------------------------------------------------------
+# Scripted models enforce the history rules a provider enforces
+# ---------------------------------------------------------------------------
+
+ASK = {"role": "user", "content": "17 × 23?"}
+CALLED = {"role": "assistant", "content": None, "tool_calls": [
+    {"id": "a", "type": "function", "function": {"name": "calculator", "arguments": "{}"}},
+    {"id": "b", "type": "function", "function": {"name": "calculator", "arguments": "{}"}}]}
+
+
+def tool_message(call_id: str) -> dict:
+    return {"role": "tool", "tool_call_id": call_id, "content": "391"}
+
+
+@pytest.mark.parametrize(
+    ("messages", "problem"),
+    [
+        ([ASK, CALLED, tool_message("a"), tool_message("b")], None),
+        ([ASK, CALLED, tool_message("b"), tool_message("a")], None),
+        ([ASK, tool_message("a")], "must be a response to a preceding message"),
+        ([ASK, CALLED, tool_message("a"), tool_message("x")], "'x' matches none"),
+        ([ASK, CALLED, tool_message("a"), ASK], "Missing: b"),
+        ([ASK, CALLED], "never answered: a, b"),
+        ([ASK, CALLED, tool_message("a"), tool_message("a")], "'a' matches none"),
+    ],
+    ids=["complete", "any-order", "dropped-assistant", "wrong-id", "unanswered-then-user",
+         "unanswered-at-end", "answered-twice"],
+)
+def test_protocol_errors(messages, problem):
+    from vibe_agent.scripted import protocol_error
+
+    found = protocol_error({"messages": messages})
+    assert found is None if problem is None else problem in found
+
+
+def test_a_broken_history_gets_http_400():
+    import openai
+
+    client = reference_model().client()
+    with pytest.raises(openai.BadRequestError, match="preceding message with 'tool_calls'"):
+        client.chat.completions.create(model="m", messages=[ASK, tool_message("a")])

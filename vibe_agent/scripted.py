@@ -131,6 +131,10 @@ class ScriptedModel(httpx2.BaseTransport):
                                                         "serve /chat/completions"}})
         body = json.loads(request.content)
         self.requests.append(body)
+        problem = protocol_error(body)
+        if problem:  # what a real provider answers to a broken history
+            return httpx2.Response(400, json={"error": {
+                "message": problem, "type": "invalid_request_error", "code": None}})
         reply = self._next_reply(body)
         if reply.raw is not None:
             return httpx2.Response(reply.status, json=reply.raw)
@@ -168,6 +172,33 @@ class ScriptedModel(httpx2.BaseTransport):
         if reply.usage is not None:
             body["usage"] = reply.usage
         return body
+
+
+def protocol_error(body: dict[str, Any]) -> str | None:
+    """The tool_calls rules a provider enforces, or None when the history keeps them.
+
+    Every `role: tool` message must answer an id from the assistant message right
+    before it, and every id must be answered before the conversation goes on.
+    (OpenAI answers HTTP 400 with a message like the ones below.)
+    """
+    pending: list[str] = []
+    for i, m in enumerate(body.get("messages") or []):
+        if m.get("role") == "tool":
+            if m.get("tool_call_id") not in pending:
+                return (f"Invalid parameter: messages[{i}]: a message with role 'tool' must be "
+                        "a response to a preceding message with 'tool_calls' "
+                        f"(tool_call_id {m.get('tool_call_id')!r} matches none).")
+            pending.remove(m["tool_call_id"])
+            continue
+        if pending:
+            return (f"Invalid parameter: messages[{i}]: an assistant message with "
+                    "'tool_calls' must be followed by tool messages responding to each "
+                    f"'tool_call_id'. Missing: {', '.join(pending)}.")
+        pending = [tc["id"] for tc in m.get("tool_calls") or []]
+    if pending:
+        return ("Invalid parameter: the last assistant message has 'tool_calls' that were "
+                f"never answered: {', '.join(pending)}.")
+    return None
 
 
 # ---------------------------------------------------------------------------
