@@ -120,6 +120,7 @@ class Cassette:
     provenance: dict[str, Any]
     interactions: list[dict[str, Any]] = field(default_factory=list)
     path: Path | None = None
+    autosave: bool = False  # record mode: write the file after every interaction
 
     def __post_init__(self) -> None:
         self._index()
@@ -173,6 +174,8 @@ class Cassette:
     def add(self, item: dict[str, Any]) -> None:
         self.interactions.append(item)
         self._index_one(len(self.interactions) - 1, item)
+        if self.autosave:  # a run that crashes half-way still leaves what it recorded
+            self.save()
 
     # -- replaying -----------------------------------------------------------
 

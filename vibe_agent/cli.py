@@ -12,6 +12,7 @@ run, 2 for a configuration problem. The last line always says why.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -108,6 +109,8 @@ def cmd_record(args: argparse.Namespace) -> int:
     if not names or unknown:
         print(f"请给出场景名或 --all。可用场景：{', '.join(SCENARIOS)}", file=sys.stderr)
         return EXIT_CONFIG
+    if args.source:
+        os.environ["VIBE_AGENT_RECORD_SOURCE"] = args.source
     for name in names:
         scenario = SCENARIOS[name]
         source = args.source or scenario.source

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 import httpx2
 import openai
 
-from .cassette import Cassette, ReplayTransport, record_world, replay_world
+from .cassette import Cassette, RecordTransport, ReplayTransport, record_world, replay_world
 from .scripted import REFERENCE_MODEL_NAME, ScriptedModel, reference_model
 from .world import World, real_world, system_clock
 
@@ -71,6 +71,7 @@ class ClientInfo:
 
 
 _INFO: weakref.WeakKeyDictionary[openai.OpenAI, ClientInfo] = weakref.WeakKeyDictionary()
+_RECORDING: dict[Path, Cassette] = {}  # cassettes being recorded in this process
 
 
 def client_info(client: openai.OpenAI) -> ClientInfo:
@@ -199,8 +200,9 @@ def make_client(mode: str | None = None, cassette: str | None = None, *,
     Args:
         mode: replay, record, live, local or reference; None reads VIBE_AGENT_MODE.
         cassette: the cassette name (replay and record), e.g. "demo_reference".
-        source: what record mode records from: reference, local or live
-            (default: VIBE_AGENT_RECORD_SOURCE, else live when a key is set, else reference).
+        source: what record mode records from: reference, local or live. The variable
+            VIBE_AGENT_RECORD_SOURCE overrides it; without either, live when a key is set,
+            else reference.
         pages: record mode only: the transport that fetches pages (default: the network).
     """
     env = settings()
@@ -218,7 +220,9 @@ def make_client(mode: str | None = None, cassette: str | None = None, *,
     elif chosen == "record":
         if not cassette:
             raise ConfigError("录制模式需要指定录音名：cassette=\"名字\"。")
-        source = source or env.get("VIBE_AGENT_RECORD_SOURCE") or (
+        # VIBE_AGENT_RECORD_SOURCE overrides a notebook's own choice: one command
+        # re-records every cassette from the same source (e.g. your live model).
+        source = env.get("VIBE_AGENT_RECORD_SOURCE") or source or (
             "live" if env.get("OPENAI_API_KEY") else "reference")
         if source not in RECORD_SOURCES:
             raise ConfigError(f"未知的录制来源 {source!r}，可选：{', '.join(RECORD_SOURCES)}。")
@@ -231,14 +235,15 @@ def make_client(mode: str | None = None, cassette: str | None = None, *,
             "openai_sdk": openai.__version__,
         }
         path = cassette_path(cassette, env)
-        tape = Cassette(path.stem, provenance, [], path)
-        from .cassette import RecordTransport
+        tape = _RECORDING.get(path)  # a second client on the same cassette appends to it
+        if tape is None or tape.provenance.get("request_model") != model:
+            tape = _RECORDING[path] = Cassette(path.stem, provenance, [], path, autosave=True)
 
         client = _openai_client(RecordTransport(tape, upstream), base_url=base_url,
                                 api_key=env.get("OPENAI_API_KEY") or "record-no-key",
                                 max_retries=0)
         world = record_world(tape, system_clock, pages or httpx2.HTTPTransport())
-        info = ClientInfo("record", model, world, provenance, tape)
+        info = ClientInfo("record", model, world, tape.provenance, tape)
 
     elif chosen == "live":
         key, base_url, model = _live_settings(env)

@@ -1,0 +1,90 @@
+"""Exercise checkers: run the learner's code and say, in Chinese, what passed and why not.
+
+Every lesson's checkers live in `lesson_NN.py` beside this file and are built on
+`Report`: a checker runs the learner's function case by case; each case either
+passes, or fails with what was expected, what came back and a hint. A learner
+never sees a bare AssertionError or traceback from a checker:
+
+    report = Report("练习 2.1：追加 tool 消息")
+    with report.case("一个工具调用", hint="tool_call_id 要和 assistant 里的 id 一致"):
+        got = learner_fn(...)
+        report.expect(got == wanted, f"期望 {wanted!r}，得到 {got!r}")
+    report.show()   # prints the verdict, returns True when everything passed
+
+An exercise left as `raise NotImplementedError` reports plainly "还没完成".
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+
+class CaseFailed(Exception):
+    """Raised by `Report.expect` to end a case early."""
+
+
+@dataclass
+class Report:
+    """The verdicts of one exercise's cases."""
+
+    title: str
+    lines: list[str] = field(default_factory=list)
+    passed: int = 0
+    failed: int = 0
+    unsolved: bool = False
+
+    @contextmanager
+    def case(self, name: str, hint: str = "") -> Iterator[None]:
+        """One case: passes unless `expect` fails or the learner's code raises."""
+        if self.unsolved:
+            yield
+            return
+        try:
+            yield
+        except CaseFailed as failure:
+            self._fail(name, str(failure), hint)
+        except NotImplementedError:
+            self.unsolved = True
+        except Exception as exc:  # noqa: BLE001 - the learner's code raised: explain it
+            self._fail(name, f"你的代码抛出了 {type(exc).__name__}: {exc}{_where(exc)}", hint)
+        else:
+            self.passed += 1
+            self.lines.append(f"  ✅ {name}")
+
+    def expect(self, condition: bool, message: str) -> None:
+        """End the current case as failed with `message` unless `condition` holds."""
+        if not condition:
+            raise CaseFailed(message)
+
+    def _fail(self, name: str, message: str, hint: str) -> None:
+        self.failed += 1
+        self.lines.append(f"  ❌ {name}：{message}")
+        if hint:
+            self.lines.append(f"     提示：{hint}")
+
+    def show(self) -> bool:
+        """Print the verdict; True when every case passed."""
+        print(self.title)
+        if self.unsolved:
+            print("  ⏳ 还没完成：函数里还是 raise NotImplementedError，"
+                  "把它换成你的实现后再运行这个检查。")
+            return False
+        print("\n".join(self.lines))
+        if self.failed:
+            print(f"还有 {self.failed} 项没通过（通过 {self.passed} 项）。"
+                  "改好后再运行一次这个单元格。")
+            return False
+        print(f"全部 {self.passed} 项通过！🎉")
+        return True
+
+
+def _where(exc: BaseException) -> str:
+    """The learner's line that raised, if the traceback reaches notebook code."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if "vibe_agent" not in f.filename]
+    if not frames:
+        return ""
+    return f"（出错的代码：{frames[-1].line}）" if frames[-1].line else ""
