@@ -66,11 +66,12 @@ class MarkerError(ValueError):
 
 def stub_code(source: str) -> str:
     """Replace every marked solution region in a code cell's source with a stub."""
-    if not any(BEGIN_CODE.match(line) or END_CODE.match(line) for line in source.splitlines()):
-        return source
+    lines = source.splitlines()
+    if not any(BEGIN_CODE.match(line) or END_CODE.match(line) for line in lines):
+        return source  # untouched, trailing newline and all
     lines_out: list[str] = []
     begin: re.Match[str] | None = None
-    for line in source.splitlines():
+    for line in lines:
         if begin is None:
             begin = BEGIN_CODE.match(line)
             if begin is None:
