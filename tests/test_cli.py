@@ -110,4 +110,4 @@ def test_record_writes_a_cassette_that_replays(tmp_path):
 
 def test_record_rejects_unknown_scenarios(tmp_path):
     done = run_cli("record", "nope", cwd=tmp_path)
-    assert done.returncode == 2 and "可用场景" in done.stderr
+    assert done.returncode == 2 and "可用：demo_reference" in done.stderr

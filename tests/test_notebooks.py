@@ -13,10 +13,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from ipykernel.kernelspec import RESOURCES, get_kernel_dict
-from jupyter_client import KernelManager
-from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
-from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
 from nbval.plugin import get_sanitize_patterns
 
@@ -27,24 +23,9 @@ LEARNER_NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 CELL_TIMEOUT = 120  # seconds, per cell
 
 
-class CurrentEnvKernelSpecs(KernelSpecManager):
-    """`python3` is always this interpreter, as with nbval's --nbval-current-env.
-
-    Without it a `python3` kernelspec in the user's Jupyter folder could point at
-    another Python, one without vibe_agent installed.
-    """
-
-    def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
-        return self.kernel_spec_class(resource_dir=RESOURCES, **get_kernel_dict())
-
-
 def run_notebook(path: Path) -> nbformat.NotebookNode:
     """Execute every cell in a fresh kernel started in the notebook's folder, errors kept."""
-    nb = nbformat.read(path, as_version=4)
-    kernel = KernelManager(kernel_name="python3", kernel_spec_manager=CurrentEnvKernelSpecs())
-    NotebookClient(nb, km=kernel, timeout=CELL_TIMEOUT, allow_errors=True,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
-    return nb
+    return make_notebooks.execute_notebook(path, allow_errors=True)
 
 
 def unexpected_errors(nb: nbformat.NotebookNode) -> list[str]:

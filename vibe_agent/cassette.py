@@ -273,9 +273,13 @@ class RecordTransport(httpx2.BaseTransport):
         response = self.upstream.handle_request(request)
         response.read()
         if request.url.path.endswith("/chat/completions"):
+            body = _chat_body(request)
+            temperatures = self.cassette.provenance.setdefault("temperature", [])
+            if body.get("temperature", "default") not in temperatures:
+                temperatures.append(body.get("temperature", "default"))
             self.cassette.add({
                 "kind": "chat",
-                "request": normalise(_chat_body(request)),
+                "request": normalise(body),
                 "response": {"status": response.status_code, "body": response.json()},
             })
         else:

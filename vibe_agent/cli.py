@@ -102,34 +102,45 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from .scenarios import BUNDLED_PAGES_NOTE, SCENARIOS, BundledPages
+    from . import make_notebooks
+    from .scenarios import SCENARIOS
 
-    names = list(SCENARIOS) if args.all else args.scenarios
-    unknown = [n for n in names if n not in SCENARIOS]
+    lessons = {p.stem: p for p in sorted(make_notebooks.SOLUTIONS_DIR.glob("*.ipynb"))}
+    names = [*SCENARIOS, *lessons] if args.all else args.scenarios
+    unknown = [n for n in names if n not in SCENARIOS and n not in lessons]
     if not names or unknown:
-        print(f"请给出场景名或 --all。可用场景：{', '.join(SCENARIOS)}", file=sys.stderr)
+        print(f"请给出场景名、课程笔记本名或 --all。可用：{', '.join([*SCENARIOS, *lessons])}",
+              file=sys.stderr)
         return EXIT_CONFIG
     if args.source:
         os.environ["VIBE_AGENT_RECORD_SOURCE"] = args.source
     for name in names:
-        scenario = SCENARIOS[name]
-        source = args.source or scenario.source
-        pages = None if args.pages == "network" else BundledPages()
-        client = make_client("record", name, source=source, pages=pages)
-        info = client_info(client)
-        if pages is not None:
-            info.provenance["pages"] = BUNDLED_PAGES_NOTE
-        info.provenance["scenario"] = f"{name}: {scenario.about}"
-        scenario.run(client, info.model, info.world)
-        path = info.cassette.save()
-        temperatures = sorted({str(i["request"].get("temperature", "default"))
-                               for i in info.cassette.interactions if i["kind"] == "chat"})
-        info.provenance["temperature"] = ", ".join(temperatures)
-        path = info.cassette.save()
-        chats = sum(1 for i in info.cassette.interactions if i["kind"] == "chat")
-        print(f"已录制 {name}（来源 {source}，{chats} 次模型调用）→ {path}")
-    print("提示：重新录制后，请按 README“录音从哪来”一节刷新笔记本里保存的输出。")
+        if name in SCENARIOS:
+            _record_scenario(name, args)
+        else:  # a lesson: run its solution notebook in record mode, then store fresh outputs
+            make_notebooks.execute_notebook(lessons[name], {"VIBE_AGENT_MODE": "record"})
+            make_notebooks.refresh([name])
+            print(f"已录制并刷新笔记本 {name}")
+    if any(n in lessons for n in names):
+        make_notebooks.build(make_notebooks.SOLUTIONS_DIR, make_notebooks.NOTEBOOKS_DIR)
+        print("已重新生成 notebooks/ 里的学员版笔记本。")
     return EXIT_OK
+
+
+def _record_scenario(name: str, args: argparse.Namespace) -> None:
+    from .scenarios import BUNDLED_PAGES_NOTE, SCENARIOS, BundledPages
+
+    scenario = SCENARIOS[name]
+    pages = None if args.pages == "network" else BundledPages()
+    client = make_client("record", name, source=scenario.source, pages=pages)
+    info = client_info(client)
+    if pages is not None:
+        info.provenance["pages"] = BUNDLED_PAGES_NOTE
+    info.provenance["scenario"] = f"{name}: {scenario.about}"
+    scenario.run(client, info.model, info.world)
+    path = info.cassette.save()
+    chats = sum(1 for i in info.cassette.interactions if i["kind"] == "chat")
+    print(f"已录制 {name}（来源 {info.provenance['source']}，{chats} 次模型调用）→ {path}")
 
 
 def cmd_info(args: argparse.Namespace) -> int:

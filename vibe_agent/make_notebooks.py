@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import copy
 import io
+import os
 import re
 import sys
 from pathlib import Path
@@ -228,6 +229,63 @@ def build(solutions_dir: Path, notebooks_dir: Path) -> list[Path]:
     return changed
 
 
+# ---------------------------------------------------------------------------
+# Executing notebooks (tests, refreshing stored outputs, recording)
+# ---------------------------------------------------------------------------
+
+CELL_TIMEOUT = 600  # seconds per cell: a local model may take a while
+
+
+def execute_notebook(path: Path, env: dict[str, str] | None = None,
+                     allow_errors: bool = False) -> NotebookNode:
+    """Run every cell in a fresh kernel of THIS interpreter, started in the notebook's folder.
+
+    Args:
+        path: the notebook.
+        env: environment variables for the kernel (e.g. VIBE_AGENT_MODE=record).
+        allow_errors: keep going after a failing cell (errors stay in the outputs).
+    """
+    from ipykernel.kernelspec import RESOURCES, get_kernel_dict
+    from jupyter_client import KernelManager
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+    from nbclient import NotebookClient
+
+    class CurrentEnvKernelSpecs(KernelSpecManager):
+        """`python3` is always this interpreter, as with nbval's --nbval-current-env."""
+
+        def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+            return self.kernel_spec_class(resource_dir=RESOURCES, **get_kernel_dict())
+
+    nb = nbformat.read(path, as_version=4)
+    kernel = KernelManager(kernel_name="python3", kernel_spec_manager=CurrentEnvKernelSpecs())
+    saved = {key: os.environ.get(key) for key in env or {}}
+    os.environ.update(env or {})
+    try:
+        NotebookClient(nb, km=kernel, timeout=CELL_TIMEOUT, allow_errors=allow_errors,
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return nb
+
+
+def refresh(names: list[str], solutions_dir: Path = SOLUTIONS_DIR) -> list[Path]:
+    """Re-run solution notebooks in replay mode and store their outputs.
+
+    Args:
+        names: notebook stems such as "02_protocol"; empty means all of them.
+        solutions_dir: where the solution notebooks are.
+    """
+    paths = [solutions_dir / f"{n}.ipynb" for n in names] or sorted(solutions_dir.glob("*.ipynb"))
+    for path in paths:
+        nb = execute_notebook(path, {"VIBE_AGENT_MODE": "replay"})
+        write_notebook(strip_widgets(nb), path)
+    return paths
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m vibe_agent.make_notebooks",
@@ -235,7 +293,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 when a learners' notebook is out of date")
+    parser.add_argument("--execute", nargs="*", metavar="NAME",
+                        help="first re-run these solution notebooks (all if none named) in "
+                             "replay mode and store their outputs")
     args = parser.parse_args(argv)
+    if args.execute is not None:
+        for path in refresh(args.execute):
+            print(f"executed {path}")
     if args.check:
         found = problems(SOLUTIONS_DIR, NOTEBOOKS_DIR)
         if found:
