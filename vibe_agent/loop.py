@@ -180,6 +180,7 @@ def run_agent(
     temperature: float | None = 0,
     trace: Trace | None = None,
     on_step: Callable[[TraceStep], None] | None = None,
+    prepare: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
     **request_options: Any,
 ) -> AgentResult:
     """Run the agent loop on one question.
@@ -196,6 +197,8 @@ def run_agent(
         temperature: sampling temperature; 0 makes runs reproducible (None: not sent).
         trace: a Trace to append to; pass your own to keep it if an exception escapes.
         on_step: called with every step as it happens (e.g. to print live).
+        prepare: turns the full history into what is sent each round (e.g. a trimming
+            strategy from `vibe_agent.context`); the result keeps the full history.
         request_options: extra fields for `chat.completions.create` (e.g. max_tokens).
     """
     if max_iters < 1:
@@ -228,8 +231,9 @@ def run_agent(
             # 1. call the model with the whole history
             started = time.perf_counter()
             try:
+                sent = prepare(messages) if prepare else messages
                 response = client.chat.completions.create(
-                    model=model, messages=messages, **tool_options, **request_options
+                    model=model, messages=sent, **tool_options, **request_options
                 )
             except openai.APIError as exc:
                 raise provider_failure(exc) from exc

@@ -1,0 +1,91 @@
+"""The trace viewer and token chart, driven as a notebook would drive them."""
+
+from __future__ import annotations
+
+import pytest
+
+from vibe_agent.context import prompt_tokens_per_round, trim_old_tool_results
+from vibe_agent.loop import run_agent
+from vibe_agent.registry import ToolRegistry
+from vibe_agent.scripted import ScriptedModel, answer, call, calls, usage_of
+from vibe_agent.widgets import TraceViewer, token_chart
+
+
+def registry() -> ToolRegistry:
+    reg = ToolRegistry()
+
+    @reg.tool
+    def lookup(key: str) -> str:
+        """Look something up.
+
+        Args:
+            key: what to look up.
+        """
+        return f"<value of {key}> " * 20
+
+    return reg
+
+
+def two_round_result():
+    model = ScriptedModel([
+        calls(call("lookup", {"key": "a"}), usage=usage_of(100, 10)),
+        calls(call("lookup", {"key": "<b>"}), usage=usage_of(180, 10)),
+        answer("done", usage=usage_of(260, 5)),
+    ])
+    return run_agent(model.client(), "q", registry(), model="m"), model
+
+
+def test_viewer_steps_through_the_trace():
+    result, _ = two_round_result()
+    viewer = TraceViewer(result.trace)
+    assert repr(viewer) == f"TraceViewer({len(result.trace)} steps, showing step 1)"
+    first = viewer.panel.value
+    viewer.next.click()
+    assert viewer.slider.value == 2 and viewer.panel.value != first
+    assert "lookup" in viewer.panel.value
+    assert "{&quot;key&quot;: &quot;a&quot;}" in viewer.panel.value
+    viewer.show(4)
+    assert "&lt;b&gt;" in viewer.panel.value  # values are escaped, not rendered as HTML
+    viewer.show(99)
+    assert viewer.slider.value == len(result.trace)
+    viewer.previous.click()
+    assert viewer.slider.value == len(result.trace) - 1
+    viewer.show(1)
+    viewer.previous.click()
+    assert viewer.slider.value == 1
+    assert "prompt 100 + completion 10" in viewer.panel.value
+
+
+def test_viewer_refuses_an_empty_trace():
+    with pytest.raises(ValueError, match="empty"):
+        TraceViewer([])
+
+
+def test_token_chart_draws_one_bar_per_reported_round():
+    result, _ = two_round_result()
+    fig = token_chart(result.usage)
+    heights = [patch.get_height() for patch in fig.axes[0].patches]
+    assert heights == [100, 180, 260]
+    assert prompt_tokens_per_round(result.usage) == [100, 180, 260]
+    assert prompt_tokens_per_round([None, usage_of(5, 1)]) == [None, 5]
+
+
+def test_trimming_shortens_old_tool_results_and_keeps_ids():
+    result, _ = two_round_result()
+    trimmed = trim_old_tool_results(result.messages, keep_last=1, max_chars=20)
+    tools = [m for m in trimmed if m["role"] == "tool"]
+    assert "[trimmed:" in tools[0]["content"] and len(tools[0]["content"]) < 60
+    assert tools[1] == [m for m in result.messages if m["role"] == "tool"][1]
+    assert [m.get("tool_call_id") for m in trimmed] == [
+        m.get("tool_call_id") for m in result.messages]
+    assert trimmed is not result.messages and result.messages[3]["content"].count("value") == 20
+
+
+def test_prepare_changes_what_is_sent_not_the_history():
+    model = ScriptedModel([calls(call("lookup", {"key": "a"})), calls(call("lookup", {"key": "b"})),
+                           answer("done")])
+    result = run_agent(model.client(), "q", registry(), model="m",
+                       prepare=lambda m: trim_old_tool_results(m, keep_last=0, max_chars=10))
+    sent = model.requests[2]["messages"]
+    assert all("[trimmed:" in m["content"] for m in sent if m["role"] == "tool")
+    assert all("[trimmed:" not in str(m["content"]) for m in result.messages)

@@ -1,0 +1,115 @@
+"""Seeing inside a run: a step-through trace viewer and a per-round token chart.
+
+`TraceViewer(trace)` is an ipywidgets box: buttons and a slider move over the
+steps; the panel below shows what happened at that step (the model's decision,
+the tool, its arguments, result, error, tokens). It only draws from the trace it
+was given, so the same trace always shows the same thing (nbval-friendly: no
+`widgets.Output`, no printing from callbacks).
+
+`token_chart(usage)` draws the prompt tokens of each round from the API's `usage`
+(matplotlib), which shows the resent history growing.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets as widgets
+
+from .trace import Trace, TraceStep
+
+_KIND = {"model": "模型", "tool": "工具", "stop": "结束"}
+
+
+def _row(label: str, value: Any) -> str:
+    if value is None or value == "":
+        return ""
+    text = html.escape(str(value))
+    return (f"<tr><th style='text-align:left;padding-right:1em;vertical-align:top'>{label}</th>"
+            f"<td><pre style='margin:0;white-space:pre-wrap'>{text}</pre></td></tr>")
+
+
+def step_html(step: TraceStep, index: int, total: int) -> str:
+    """One step as an HTML table (escaped; long values wrap)."""
+    tokens = None
+    if step.prompt_tokens is not None or step.completion_tokens is not None:
+        tokens = f"prompt {step.prompt_tokens} + completion {step.completion_tokens}"
+    elif step.kind == "model":
+        tokens = "n/a（这次响应没有 usage）"
+    rows = [
+        _row("步骤", f"{index + 1} / {total}（第 {step.round} 轮，{_KIND[step.kind]}）"),
+        _row("决定", step.decision),
+        _row("工具", step.tool),
+        _row("参数", step.arguments),
+        _row("结果", step.result),
+        _row("错误", step.error),
+        _row("异常类型", step.error_type),
+        _row("内容", step.content),
+        _row("tokens", tokens),
+    ]
+    return f"<table class='vibe-trace-step'>{''.join(rows)}</table>"
+
+
+class TraceViewer(widgets.VBox):
+    """Step through a trace: ◀ / ▶ buttons and a slider over its steps.
+
+    Args:
+        trace: the steps to show (e.g. `result.trace`).
+    """
+
+    def __init__(self, trace: Trace | list[TraceStep]) -> None:
+        if not trace:
+            raise ValueError("the trace is empty: run the agent first")
+        self.trace = list(trace)
+        self.slider = widgets.IntSlider(value=1, min=1, max=len(self.trace), description="步骤",
+                                        continuous_update=True)
+        self.previous = widgets.Button(description="◀ 上一步")
+        self.next = widgets.Button(description="下一步 ▶")
+        self.panel = widgets.HTML(step_html(self.trace[0], 0, len(self.trace)))
+        self.previous.on_click(lambda _: self.show(self.slider.value - 1))
+        self.next.on_click(lambda _: self.show(self.slider.value + 1))
+        self.slider.observe(self._moved, names="value")
+        super().__init__([widgets.HBox([self.previous, self.slider, self.next]), self.panel])
+        self.add_class("vibe-trace-viewer")
+
+    def show(self, number: int) -> None:
+        """Move to step `number` (counted from 1; clamped to the trace)."""
+        self.slider.value = max(1, min(len(self.trace), number))
+
+    def _moved(self, change: dict[str, Any]) -> None:
+        index = change["new"] - 1
+        self.panel.value = step_html(self.trace[index], index, len(self.trace))
+
+    def __repr__(self) -> str:
+        return f"TraceViewer({len(self.trace)} steps, showing step {self.slider.value})"
+
+
+def token_chart(usage: list[dict[str, Any] | None], title: str = "prompt tokens per round",
+                labels: dict[str, list[dict[str, Any] | None]] | None = None):
+    """A bar chart of prompt tokens per round, from the API's `usage`.
+
+    Args:
+        usage: per-round usage (`AgentResult.usage`); rounds without usage are left out.
+        title: the chart title (ASCII: the default fonts have no Chinese glyphs).
+        labels: optional extra series to compare, name -> usage list (drawn side by side).
+    """
+    import matplotlib.pyplot as plt
+
+    series = {"prompt tokens": usage} | (labels or {})
+    fig, ax = plt.subplots(figsize=(6.4, 3.2))
+    width = 0.8 / len(series)
+    for k, (name, values) in enumerate(series.items()):
+        rounds = [i + 1 for i, u in enumerate(values) if u]
+        tokens = [u["prompt_tokens"] for u in values if u]
+        ax.bar([r + (k - (len(series) - 1) / 2) * width for r in rounds], tokens, width,
+               label=name)
+    ax.set_xlabel("round")
+    ax.set_ylabel("prompt tokens")
+    ax.set_title(title)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    if len(series) > 1:
+        ax.legend()
+    fig.tight_layout()
+    plt.close(fig)  # shown once, by returning it (not again by the inline backend)
+    return fig
