@@ -252,3 +252,25 @@ def test_the_exception_is_kept_for_the_trace(registry):
 def test_float_parameter_accepts_integers(registry):
     args = {"text": "t", "count": 1, "ratio": 2, "flag": True, "tags": ["a"], "unit": "f"}
     assert registry.invoke("kinds", args) == "ok"
+
+
+def test_null_for_an_optional_argument_means_the_default(registry):
+    assert registry.invoke("add", '{"a": 1, "b": null}') == "3"
+    assert registry.call("add", '{"a": null}').error_kind == "bad_arguments"
+
+
+def test_a_tool_answering_with_error_text_counts_as_a_failure():
+    reg = ToolRegistry()
+
+    @reg.tool
+    def divide(a: int, b: int) -> str:
+        """Divide.
+
+        Args:
+            a: numerator.
+            b: denominator.
+        """
+        return "Error: division by zero. Use another denominator." if b == 0 else str(a / b)
+
+    assert reg.call("divide", {"a": 1, "b": 0}).error_kind == "tool_error"
+    assert reg.call("divide", {"a": 1, "b": 2}).ok

@@ -42,6 +42,12 @@ SOURCES = ("scripted-reference", "real-model", "live-provider")
 class ReplayMiss(LookupError):
     """A request that the cassette does not hold (the cell changed, or the world did)."""
 
+    def _render_traceback_(self) -> list[str]:
+        """What Jupyter shows: the explanation alone. The SDK's frames between the cell
+        and the cassette say nothing a learner can act on (IPython's own hook)."""
+        text = str(self).removeprefix("ReplayMiss: ")
+        return f"\x1b[0;31mReplayMiss\x1b[0m: {text}".splitlines()
+
 
 class CassetteError(ValueError):
     """A cassette file that cannot be used (missing, malformed, or without provenance)."""
@@ -238,6 +244,32 @@ class Cassette:
 
 def _http_key(request: dict[str, Any]) -> str:
     return f"{request['method'].upper()} {request['url']}"
+
+
+def catalogue(folder: str | Path) -> list[dict[str, Any]]:
+    """Where every cassette in a folder came from: one row per file, sorted by name.
+
+    Each row holds the cassette's `name` (what `make_client(cassette=...)` takes),
+    its provenance `source`, `model`, `recorded_at` and `temperature` (the values the
+    recorded requests used, "default" when a request set none), and how many model
+    calls (`chats`) it holds. A file that is not a valid cassette raises CassetteError.
+
+    Args:
+        folder: a folder of cassette files, e.g. `vibe_agent.client.cassette_dir()`.
+    """
+    rows = []
+    for path in sorted(Path(folder).glob("*.json")):
+        tape = Cassette.load(path)
+        made = tape.provenance
+        rows.append({
+            "name": path.stem,
+            "source": made["source"],
+            "model": made.get("model", "?"),
+            "recorded_at": made.get("recorded_at", "?"),
+            "temperature": list(made.get("temperature", [])),
+            "chats": sum(1 for item in tape.interactions if item["kind"] == "chat"),
+        })
+    return rows
 
 
 # ---------------------------------------------------------------------------

@@ -118,7 +118,10 @@ def cmd_record(args: argparse.Namespace) -> int:
         if name in SCENARIOS:
             _record_scenario(name, args)
         else:  # a lesson: run its solution notebook in record mode, then store fresh outputs
-            make_notebooks.execute_notebook(lessons[name], {"VIBE_AGENT_MODE": "record"})
+            command = f"python -m vibe_agent record {name}" + (
+                f" --source {args.source}" if args.source else "")
+            make_notebooks.execute_notebook(lessons[name], {"VIBE_AGENT_MODE": "record",
+                                                            "VIBE_AGENT_RECORDED_WITH": command})
             make_notebooks.refresh([name])
             print(f"已录制并刷新笔记本 {name}")
     if any(n in lessons for n in names):

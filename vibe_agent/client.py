@@ -230,7 +230,9 @@ def make_client(mode: str | None = None, cassette: str | None = None, *,
         provenance |= {
             "request_model": model,
             "recorded_at": datetime.now(UTC).replace(microsecond=0).isoformat(),
-            "recorded_with": f"python -m vibe_agent record {cassette} --source {source}",
+            # `record LESSON` runs a notebook: it names the command that re-records it
+            "recorded_with": env.get("VIBE_AGENT_RECORDED_WITH")
+            or f"python -m vibe_agent record {cassette} --source {source}",
             "vibe_agent": version("vibe-agent"),
             "openai_sdk": openai.__version__,
         }

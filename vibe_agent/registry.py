@@ -31,8 +31,10 @@ class ToolDefinitionError(TypeError):
     """A function cannot be described to the model (our bug, raised at registration)."""
 
 
-# What kind of mistake the model made; `None` means the call succeeded.
-ErrorKind = Literal["unknown_tool", "invalid_json", "bad_arguments", "tool_raised"]
+# What went wrong; `None` means the call succeeded. "tool_error": the tool ran and
+# answered with its own "Error: ..." text (e.g. the calculator refusing 1/0).
+ErrorKind = Literal["unknown_tool", "invalid_json", "bad_arguments", "tool_raised",
+                    "tool_error"]
 
 
 @dataclass
@@ -216,9 +218,11 @@ def argument_problems(arguments: dict[str, Any], parameters: dict[str, Any]) -> 
     """
     properties = parameters["properties"]
     problems = [f"missing required argument '{n}'" for n in parameters["required"]
-                if n not in arguments]
+                if arguments.get(n) is None]
     problems += [f"unexpected argument '{n}'" for n in arguments if n not in properties]
     for name, value in arguments.items():
+        if value is None:  # null for an optional argument means "leave it out"
+            continue
         if name in properties:
             problem = _type_problem(name, value, properties[name])
             if problem:
@@ -335,7 +339,7 @@ class ToolRegistry:
             )
         # 4. run it; an exception becomes text for the model, the trace keeps the exception
         try:
-            output = tool.fn(**args)
+            output = tool.fn(**{k: v for k, v in args.items() if v is not None})
         except Exception as exc:  # noqa: BLE001 - any tool failure goes back to the model
             return ToolResult(
                 f"Error: tool '{name}' failed with {type(exc).__name__}: {exc}. "
@@ -345,4 +349,4 @@ class ToolRegistry:
             )
         if not isinstance(output, str):  # a tool may return data; the model reads text
             output = json.dumps(output, ensure_ascii=False)
-        return ToolResult(output)
+        return ToolResult(output, "tool_error" if output.startswith("Error:") else None)
