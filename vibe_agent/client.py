@@ -35,6 +35,7 @@ from .world import World, real_world, system_clock
 MODES = ("replay", "record", "live", "local", "reference")
 RECORD_SOURCES = ("reference", "local", "live")
 LIVE_TIMEOUT = 60.0  # seconds for one model request
+LOCAL_TIMEOUT = 600.0  # a 135M model on a busy 2-core CPU can need minutes for a long prompt
 
 
 class ConfigError(ValueError):
@@ -243,7 +244,8 @@ def make_client(mode: str | None = None, cassette: str | None = None, *,
 
         client = _openai_client(RecordTransport(tape, upstream), base_url=base_url,
                                 api_key=env.get("OPENAI_API_KEY") or "record-no-key",
-                                max_retries=0)
+                                max_retries=0,
+                                timeout=LOCAL_TIMEOUT if source == "local" else LIVE_TIMEOUT)
         world = record_world(tape, system_clock, pages or httpx2.HTTPTransport())
         info = ClientInfo("record", model, world, tape.provenance, tape)
 
@@ -258,7 +260,7 @@ def make_client(mode: str | None = None, cassette: str | None = None, *,
 
         server = shared_server()
         client = openai.OpenAI(api_key="local-no-key", base_url=server.base_url,
-                               max_retries=0, timeout=300)
+                               max_retries=0, timeout=LOCAL_TIMEOUT)
         info = ClientInfo("local", LOCAL_MODEL_NAME, real_world(),
                           _provenance("real-model", LOCAL_MODEL_NAME, **LOCAL_MODEL_INFO,
                                       endpoint=server.base_url))
