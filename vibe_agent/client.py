@@ -237,6 +237,8 @@ def make_client(mode: str | None = None, cassette: str | None = None, *,
             "vibe_agent": version("vibe-agent"),
             "openai_sdk": openai.__version__,
         }
+        if getattr(pages, "provenance_note", None):  # e.g. the course's stand-in pages
+            provenance["pages"] = pages.provenance_note
         path = cassette_path(cassette, env)
         tape = _RECORDING.get(path)  # a second client on the same cassette appends to it
         if tape is None or tape.provenance.get("request_model") != model:

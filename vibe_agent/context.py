@@ -20,7 +20,8 @@ def trim_old_tool_results(messages: list[dict[str, Any]], keep_last: int = 1,
     """A copy of `messages` in which older tool results are cut to `max_chars`.
 
     The most recent `keep_last` tool results stay whole, and every tool message
-    keeps its `tool_call_id`, so the tool_calls protocol stays intact.
+    keeps its `tool_call_id`, so the tool_calls protocol stays intact. A result is
+    only replaced when the cut version (with its note) is really shorter.
 
     Args:
         messages: the full history (not modified).
@@ -32,9 +33,10 @@ def trim_old_tool_results(messages: list[dict[str, Any]], keep_last: int = 1,
     trimmed = []
     for i, message in enumerate(messages):
         content = str(message.get("content") or "")
-        if i in old and len(content) > max_chars:
-            message = {**message, "content": f"{content[:max_chars]}… [trimmed: "
-                                              f"{len(content) - max_chars} more characters]"}
+        if i in old:
+            cut = f"{content[:max_chars]}… [trimmed: {len(content) - max_chars} more characters]"
+            if len(cut) < len(content):  # a short result would only grow by the note
+                message = {**message, "content": cut}
         trimmed.append(message)
     return trimmed
 

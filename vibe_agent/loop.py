@@ -232,8 +232,9 @@ def run_agent(
             started = time.perf_counter()
             try:
                 sent = prepare(messages) if prepare else messages
+                # request options win: e.g. tool_choice="required" replaces "auto"
                 response = client.chat.completions.create(
-                    model=model, messages=sent, **tool_options, **request_options
+                    model=model, messages=sent, **(tool_options | request_options)
                 )
             except openai.APIError as exc:
                 raise provider_failure(exc) from exc

@@ -64,7 +64,9 @@ def _judge_length(result: AgentResult) -> bool:
     return any(abs(n - target) <= max(0.01 * target, 0.01) for n in _numbers(result.answer))
 
 
-_HONEST = re.compile(r"不知道|无法|不能|没法|未来|尚未|还没|can't|cannot|unknown|not know", re.I)
+# English replies too ("I don't know", "can’t know"): small models often answer in English
+_HONEST = re.compile(r"不知道|无法|不能|没法|未来|尚未|还没"
+                     r"|can['’]t|cannot|unknown|not know|n['’]t know", re.I)
 
 
 def _judge_honest(result: AgentResult) -> bool:
@@ -105,12 +107,19 @@ def run_demo_tasks(client: openai.OpenAI, model: str, world: Any = None,
 # ---------------------------------------------------------------------------
 
 
+BUNDLED_PAGES_NOTE = ("pages served from vibe_agent/data/example.html, a stand-in for "
+                      f"{EXAMPLE_URL} written for the course (recorded offline)")
+
+
 class BundledPages(httpx2.BaseTransport):
     """Serves the course's stand-in copy of example.com; anything else is a 404.
 
     Used when recording offline. The page is a stand-in written for the course, not a
-    download of the real site; cassettes recorded with it say so in their provenance.
+    download of the real site; cassettes recorded with it say so in their provenance
+    (`make_client(pages=...)` copies `provenance_note` there).
     """
+
+    provenance_note = BUNDLED_PAGES_NOTE
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         if str(request.url) == EXAMPLE_URL:
@@ -118,10 +127,6 @@ class BundledPages(httpx2.BaseTransport):
             return httpx2.Response(200, headers={"content-type": "text/html; charset=utf-8"},
                                    content=page)
         return httpx2.Response(404, text="not bundled")
-
-
-BUNDLED_PAGES_NOTE = ("pages served from vibe_agent/data/example.html, a stand-in for "
-                      f"{EXAMPLE_URL} written for the course (recorded offline)")
 
 
 # ---------------------------------------------------------------------------
