@@ -95,19 +95,19 @@ def typo_in_attribute(client, model, question):
     ],
 )
 def test_first_answer_mistakes_get_their_hint(fn, expected, capsys):
-    assert check_first_answer(fn) is False
+    assert not check_first_answer(fn)
     out = capsys.readouterr().out
     assert expected in out
     assert "❌" in out and "Traceback" not in out
 
 
 def test_first_answer_right_passes(capsys):
-    assert check_first_answer(first_answer_right) is True
+    assert check_first_answer(first_answer_right)
     assert "全部 3 项通过" in capsys.readouterr().out
 
 
 def test_first_answer_unsolved(capsys):
-    assert check_first_answer(first_answer_unsolved) is False
+    assert not check_first_answer(first_answer_unsolved)
     assert "还没完成" in capsys.readouterr().out
 
 
@@ -172,19 +172,19 @@ def reads_os_environ(env, requested):
 def test_pick_mode_mistakes_get_their_hint(fn, expected, capsys, monkeypatch):
     monkeypatch.setenv("VIBE_AGENT_MODE", "replay")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    assert check_pick_mode(fn) is False
+    assert not check_pick_mode(fn)
     out = capsys.readouterr().out
     assert expected in out
     assert "❌" in out and "Traceback" not in out
 
 
 def test_pick_mode_right_passes(capsys):
-    assert check_pick_mode(pick_mode_right) is True
+    assert check_pick_mode(pick_mode_right)
     assert "全部 9 项通过" in capsys.readouterr().out
 
 
 def test_pick_mode_unsolved(capsys):
-    assert check_pick_mode(pick_mode_unsolved) is False
+    assert not check_pick_mode(pick_mode_unsolved)
     assert "还没完成" in capsys.readouterr().out
 
 

@@ -262,14 +262,14 @@ LOOP_ROWS = [
 
 
 def test_correct_loop_passes(capsys):
-    assert check_my_run_agent(correct_loop) is True
+    assert check_my_run_agent(correct_loop)
     out = capsys.readouterr().out
     assert "全部 4 项通过" in out and "❌" not in out
 
 
 @pytest.mark.parametrize(("fn", "expected"), LOOP_ROWS)
 def test_loop_mistakes_get_their_hint(fn, expected, capsys):
-    assert check_my_run_agent(fn) is False
+    assert not check_my_run_agent(fn)
     out = capsys.readouterr().out
     assert expected in out, out
     assert "Traceback" not in out
@@ -329,12 +329,12 @@ ROLES_ROWS = [
 
 
 def test_correct_roles_pass(capsys):
-    assert check_predict_sent_roles(correct_roles) is True
+    assert check_predict_sent_roles(correct_roles)
     assert "全部 5 项通过" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("fn", "expected"), ROLES_ROWS)
 def test_roles_mistakes_get_their_hint(fn, expected, capsys):
-    assert check_predict_sent_roles(fn) is False
+    assert not check_predict_sent_roles(fn)
     out = capsys.readouterr().out
     assert expected in out, out

@@ -314,3 +314,18 @@ def test_a_broken_history_gets_http_400():
     client = reference_model().client()
     with pytest.raises(openai.BadRequestError, match="preceding message with 'tool_calls'"):
         client.chat.completions.create(model="m", messages=[ASK, tool_message("a")])
+
+
+def test_a_reply_cut_off_by_max_tokens_is_visible_in_the_trace():
+    model = ScriptedModel([answer("17 × 23 = 3")])
+    original = model.completion
+
+    def cut_off(name, reply):
+        body = original(name, reply)
+        body["choices"][0]["finish_reason"] = "length"
+        return body
+
+    model.completion = cut_off
+    result = run(model)
+    assert result.trace[0].finish_reason == "length"
+    assert "[cut off by max_tokens]" in result.trace.render()

@@ -242,7 +242,8 @@ def run_agent(
             usage.append(response.usage.model_dump(exclude_unset=True) if response.usage else None)
             if not response.choices:
                 raise Brake(StopReason.PROVIDER_ERROR, "模型服务返回的响应里没有 choices。")
-            message = response.choices[0].message
+            choice = response.choices[0]
+            message = choice.message
             tokens = usage[-1] or {}
             record(TraceStep(
                 round=round_no, kind="model",
@@ -250,6 +251,7 @@ def run_agent(
                 content=message.content, elapsed_ms=elapsed,
                 prompt_tokens=tokens.get("prompt_tokens"),
                 completion_tokens=tokens.get("completion_tokens"),
+                finish_reason=choice.finish_reason,
             ))
             # 2. no tool_calls: the only normal exit (never look for "完成" in the text)
             if not message.tool_calls:

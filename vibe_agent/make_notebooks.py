@@ -282,6 +282,8 @@ def refresh(names: list[str], solutions_dir: Path = SOLUTIONS_DIR) -> list[Path]
     paths = [solutions_dir / f"{n}.ipynb" for n in names] or sorted(solutions_dir.glob("*.ipynb"))
     for path in paths:
         nb = execute_notebook(path, {"VIBE_AGENT_MODE": "replay"})
+        for cell in nb.cells:  # per-run timestamps would only add noise to the diff
+            cell.metadata.pop("execution", None)
         write_notebook(strip_widgets(nb), path)
     return paths
 

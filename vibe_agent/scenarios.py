@@ -22,7 +22,6 @@ import httpx2
 import openai
 
 from .loop import AgentResult, run_agent
-from .naive import ask_with_tools_in_prompt, run_naive_agent
 from .tools import demo_registry
 
 EXAMPLE_URL = "https://example.com/"
@@ -146,26 +145,9 @@ def _demo(client: openai.OpenAI, model: str, world: Any) -> list[AgentResult]:
     return run_demo_tasks(client, model, world)
 
 
-WEATHER_QUESTION = "北京今天天气怎么样？"
-
-
-def _naive(client: openai.OpenAI, model: str, world: Any) -> dict[str, Any]:
-    registry = demo_registry(world, names=("get_weather", "get_stock"))
-    # the same question three times, sampling on: a model that fabricates varies
-    described = [ask_with_tools_in_prompt(client, WEATHER_QUESTION, registry, model=model,
-                                          temperature=0.8, seed=seed, max_tokens=120)
-                 for seed in (1, 2, 3)]
-    tools = demo_registry(world)
-    naive = [run_naive_agent(client, task.question, tools, model=model, max_iters=3,
-                             max_tokens=200) for task in DEMO_TASKS]
-    return {"described": described, "naive": naive}
-
-
 SCENARIOS: dict[str, Scenario] = {
     s.name: s for s in [
         Scenario("demo_reference", "reference", "四个演示任务，脚本参考模型", _demo),
         Scenario("demo_smollm2", "local", "四个演示任务，真实的 SmolLM2-135M", _demo),
-        Scenario("naive_smollm2", "local",
-                 "只在 prompt 里描述工具 + JSON 约定，真实的 SmolLM2-135M", _naive),
     ]
 }

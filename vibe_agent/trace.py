@@ -37,6 +37,7 @@ class TraceStep:
     elapsed_ms: float = 0.0
     prompt_tokens: int | None = None  # from the API's `usage`; None when not reported
     completion_tokens: int | None = None
+    finish_reason: str | None = None  # model steps: "stop", "tool_calls", "length" (cut off)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -79,6 +80,8 @@ def render_step(step: TraceStep, width: int = 100) -> str:
     head = f"[{step.round}] {step.kind:<5}"
     if step.kind == "model":
         what = ("→ tool_calls" if step.decision == "tool_calls" else "→ answer")
+        if step.finish_reason == "length":
+            what += " [cut off by max_tokens]"
         text = f" {shorten(step.content, width // 2)!r}" if step.content else ""
         return f"{head} {what}{text}  ({_tokens(step)}, {step.elapsed_ms:.0f} ms)"
     if step.kind == "tool":

@@ -39,7 +39,8 @@ def step_html(step: TraceStep, index: int, total: int) -> str:
         tokens = "n/a（这次响应没有 usage）"
     rows = [
         _row("步骤", f"{index + 1} / {total}（第 {step.round} 轮，{_KIND[step.kind]}）"),
-        _row("决定", step.decision),
+        _row("决定", step.decision + ("（被 max_tokens 截断）"
+                                      if step.finish_reason == "length" else "")),
         _row("工具", step.tool),
         _row("参数", step.arguments),
         _row("结果", step.result),
@@ -86,17 +87,19 @@ class TraceViewer(widgets.VBox):
 
 
 def token_chart(usage: list[dict[str, Any] | None], title: str = "prompt tokens per round",
-                labels: dict[str, list[dict[str, Any] | None]] | None = None):
+                labels: dict[str, list[dict[str, Any] | None]] | None = None,
+                label: str = "prompt tokens"):
     """A bar chart of prompt tokens per round, from the API's `usage`.
 
     Args:
         usage: per-round usage (`AgentResult.usage`); rounds without usage are left out.
         title: the chart title (ASCII: the default fonts have no Chinese glyphs).
         labels: optional extra series to compare, name -> usage list (drawn side by side).
+        label: the legend name of `usage` when there are extra series.
     """
     import matplotlib.pyplot as plt
 
-    series = {"prompt tokens": usage} | (labels or {})
+    series = {label: usage} | (labels or {})
     fig, ax = plt.subplots(figsize=(6.4, 3.2))
     width = 0.8 / len(series)
     for k, (name, values) in enumerate(series.items()):

@@ -9,7 +9,7 @@ never sees a bare AssertionError or traceback from a checker:
     with report.case("一个工具调用", hint="tool_call_id 要和 assistant 里的 id 一致"):
         got = learner_fn(...)
         report.expect(got == wanted, f"期望 {wanted!r}，得到 {got!r}")
-    report.show()   # prints the verdict, returns True when everything passed
+    report.show()   # prints the verdict; returns a Verdict, truthy when all passed
 
 An exercise left as `raise NotImplementedError` reports plainly "还没完成".
 """
@@ -69,20 +69,37 @@ class Report:
         if hint:
             self.lines.append(f"     提示：{hint}")
 
-    def show(self) -> bool:
-        """Print the verdict; True when every case passed."""
+    def show(self) -> Verdict:
+        """Print the verdict; it is truthy when every case passed."""
         print(self.title)
         if self.unsolved:
             print("  ⏳ 还没完成：函数里还是 raise NotImplementedError，"
                   "把它换成你的实现后再运行这个检查。")
-            return False
+            return Verdict(False)
         print("\n".join(self.lines))
         if self.failed:
             print(f"还有 {self.failed} 项没通过（通过 {self.passed} 项）。"
                   "改好后再运行一次这个单元格。")
-            return False
+            return Verdict(False)
         print(f"全部 {self.passed} 项通过！🎉")
-        return True
+        return Verdict(True)
+
+
+class Verdict:
+    """Whether a check passed: truthy or falsy, and silent as a notebook cell's last value
+    (the printed report already says everything; a bare `True` below it would not)."""
+
+    def __init__(self, passed: bool) -> None:
+        self.passed = passed
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        return f"Verdict(passed={self.passed})"
+
+    def _ipython_display_(self) -> None:
+        pass
 
 
 # Frames from these places are not the learner's code (e.g. pydantic raising inside the SDK,
