@@ -28,16 +28,6 @@ CASSETTE_DIR = Path(__file__).resolve().parent.parent / "notebooks" / "cassettes
 ALL_CASSETTES = sorted(CASSETTE_DIR.glob("*.json"))
 
 
-@pytest.fixture
-def tapes(tmp_path, monkeypatch):
-    """Record into and replay from a temporary cassette folder, with no key around."""
-    monkeypatch.setenv("VIBE_AGENT_CASSETTES", str(tmp_path))
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "VIBE_AGENT_MODE", "VIBE_AGENT_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)  # no stray .env
-    return tmp_path
-
-
 def record_demo(tmp_path: Path) -> Path:
     client = make_client("record", "demo", source="reference", pages=BundledPages())
     info = client_info(client)

@@ -12,16 +12,6 @@ from vibe_agent.client import client_info, make_client
 CASSETTE_DIR = Path(__file__).resolve().parent.parent / "notebooks" / "cassettes"
 
 
-@pytest.fixture
-def tapes(tmp_path, monkeypatch):
-    """Record into a temporary cassette folder, with no key around."""
-    monkeypatch.setenv("VIBE_AGENT_CASSETTES", str(tmp_path))
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "VIBE_AGENT_MODE", "VIBE_AGENT_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)  # no stray .env
-    return tmp_path
-
-
 def record(name: str, *temperatures: float | None) -> None:
     """Record one request per temperature; None sends none (the provider's default)."""
     client = make_client("record", name, source="reference")

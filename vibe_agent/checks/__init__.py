@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class CaseFailed(Exception):
@@ -83,6 +84,30 @@ class Report:
             return Verdict(False)
         print(f"全部 {self.passed} 项通过！🎉")
         return Verdict(True)
+
+
+# What a learner's answer got wrong: (message, hint for this very mistake), or None.
+Problem = tuple[str, str] | None
+
+
+def fail(report: Report, problem: Problem | str, hint: str = "") -> None:
+    """End the current case with a message and the hint for this mistake (None: no-op).
+
+    Args:
+        report: the report whose current case fails.
+        problem: a (message, hint) pair, a message alone, or None when nothing is wrong.
+        hint: the hint, when `problem` is a message alone.
+    """
+    if problem is None:
+        return
+    message, hint = problem if isinstance(problem, tuple) else (problem, hint)
+    report.expect(False, f"{message}\n     提示：{hint}" if hint else message)
+
+
+def short(value: Any, width: int = 100) -> str:
+    """A repr that fits on one line of feedback."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 class Verdict:

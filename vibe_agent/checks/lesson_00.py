@@ -22,20 +22,8 @@ from openai.types.chat.chat_completion import Choice
 from ..client import resolve_mode
 from ..scripted import ScriptedModel, answer
 from . import Report
-
-HINT_INDENT = "\n     提示："  # the layout Report uses for a case's hint
-
-
-def _short(value: Any, width: int = 100) -> str:
-    """A repr that fits on a line."""
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _fail(report: Report, what: str, hint: str) -> None:
-    """End the current case with a message and a hint chosen for this very mistake."""
-    report.expect(False, f"{what}{HINT_INDENT}{hint}")
-
+from . import fail as _fail
+from . import short as _short
 
 # ---------------------------------------------------------------------------
 # Exercise 0.1: first_answer(client, model, question) -> str

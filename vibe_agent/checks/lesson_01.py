@@ -19,20 +19,8 @@ from typing import Any
 from ..naive import SCRIPTED_FAILURES, json_convention_prompt
 from ..tools import demo_registry
 from . import Report
-
-HINT_INDENT = "\n     提示："  # the layout Report uses for a case's hint
-
-
-def _short(value: Any, width: int = 100) -> str:
-    """A repr that fits on a line."""
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _fail(report: Report, what: str, hint: str) -> None:
-    """End the current case with a message and a hint chosen for this very mistake."""
-    report.expect(False, f"{what}{HINT_INDENT}{hint}")
-
+from . import fail as _fail
+from . import short as _short
 
 # ---------------------------------------------------------------------------
 # Exercise 1.1: parse_action(text) -> dict, or ValueError

@@ -20,11 +20,12 @@ from openai.types.chat import ChatCompletionMessage
 from pydantic import BaseModel
 
 from ..scripted import CREATED, Reply, ScriptedModel, answer, call, calls
-from . import Report
+from . import Problem, Report
+from . import fail as _fail
+from . import short as _short
 
 QUESTION = "17 × 23 等于多少？顺便告诉我现在几点。"
 # A problem found in what the learner returned: (what is wrong, hint).
-Problem = tuple[str, str] | None
 
 
 def scripted_message(reply: Reply) -> ChatCompletionMessage:
@@ -43,18 +44,6 @@ def _empty_tool_calls(content: str) -> Reply:
         "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
                      "message": {"role": "assistant", "content": content, "tool_calls": []}}],
     })
-
-
-def _fail(report: Report, problem: Problem) -> None:
-    """End the current case with the problem's message and its own hint."""
-    if problem is not None:
-        message, hint = problem
-        report.expect(False, f"{message}\n     提示：{hint}")
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 120 else text[:119] + "…"
 
 
 # ---------------------------------------------------------------------------

@@ -34,24 +34,17 @@ from ..scripted import (
 )
 from ..tools import demo_registry
 from ..world import World
-from . import Report
+from . import Problem, Report
+from . import fail as _fail
 
 MODEL = "scripted"
 FIXED_NOW = datetime(2026, 11, 30, 13, 0, tzinfo=UTC)  # the checker's tools read this clock
 # A problem found in what the learner's code did: (what is wrong, hint).
-Problem = tuple[str, str] | None
 
 
 def checker_registry() -> ToolRegistry:
     """The calculator and a clock that always reads FIXED_NOW (no network, no real time)."""
     return demo_registry(World(now=lambda: FIXED_NOW), names=("current_time", "calculator"))
-
-
-def _fail(report: Report, problem: Problem) -> None:
-    """End the current case with the problem's message and its own hint."""
-    if problem is not None:
-        message, hint = problem
-        report.expect(False, f"{message}\n     提示：{hint}")
 
 
 def _show(value: Any, width: int = 100) -> str:

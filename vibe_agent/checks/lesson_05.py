@@ -39,26 +39,15 @@ from ..scripted import (
     results_this_turn,
 )
 from ..tools import DemoTools
-from . import Report
+from . import Problem, Report
+from . import fail as _fail
+from . import short as _short
 
 MODEL = "scripted"
 QUESTION = "17 × 23 等于多少？"
 FUSE = 20  # the checker's own emergency stop: no case needs more than 6 model calls
 STOP_REASONS = ("answered", "max_iters", "repeated_call", "tool_errors", "provider_error")
 # A problem found in what the learner's code did: (what is wrong, hint).
-Problem = tuple[str, str] | None
-
-
-def _fail(report: Report, problem: Problem) -> None:
-    """End the current case with the problem's message and its own hint."""
-    if problem is not None:
-        message, hint = problem
-        report.expect(False, f"{message}\n     提示：{hint}")
-
-
-def _short(value: Any, width: int = 100) -> str:
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 # ---------------------------------------------------------------------------

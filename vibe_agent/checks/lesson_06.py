@@ -33,6 +33,7 @@ from ..scripted import (
 from ..tools import demo_registry
 from ..world import World
 from . import Report
+from . import short as _short
 
 MODEL = "scripted"
 WORLD_CUP = DEMO_TASKS[3].question  # "2099 年世界杯冠军是谁？"
@@ -49,11 +50,6 @@ def run_scripted(question: str, script: list[Reply] | ScriptedModel) -> AgentRes
     """Run the real loop on one question against a scripted model."""
     model = script if isinstance(script, ScriptedModel) else ScriptedModel(script)
     return run_agent(model.client(), question, demo_registry(fixed_world()), model=MODEL)
-
-
-def _short(value: Any, width: int = 100) -> str:
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 # ---------------------------------------------------------------------------

@@ -22,19 +22,13 @@ from typing import Any
 from ..loop import run_agent
 from ..registry import ToolRegistry
 from ..scripted import ScriptedModel, answer, call, calls, protocol_error
-from . import Report, Verdict, _where
+from . import Problem, Report, Verdict, _where
+from . import fail as _fail
+from . import short as _short
 
 Usage = list[dict[str, Any] | None]
 Message = dict[str, Any]
 # A problem found in what the learner's code returned: (what is wrong, hint).
-Problem = tuple[str, str] | None
-
-
-def _fail(report: Report, problem: Problem) -> None:
-    """End the current case with the problem's message and its own hint."""
-    if problem is not None:
-        message, hint = problem
-        report.expect(False, f"{message}\n     提示：{hint}" if hint else message)
 
 
 def _attempt(fn: Callable[..., Any], *args: Any) -> tuple[Any, BaseException | None]:
@@ -52,11 +46,6 @@ def _attempt(fn: Callable[..., Any], *args: Any) -> tuple[Any, BaseException | N
 
 def _raised(exc: BaseException, hint: str) -> Problem:
     return f"你的代码抛出了 {type(exc).__name__}: {exc}{_where(exc)}", hint
-
-
-def _short(value: Any, width: int = 100) -> str:
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 # ---------------------------------------------------------------------------
