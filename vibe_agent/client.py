@@ -29,7 +29,7 @@ import httpx2
 import openai
 
 from .cassette import Cassette, RecordTransport, ReplayTransport, record_world, replay_world
-from .scripted import REFERENCE_MODEL_NAME, ScriptedModel, reference_model
+from .scripted import REFERENCE_MODEL_NAME, reference_model
 from .world import World, real_world, system_clock
 
 MODES = ("replay", "record", "live", "local", "reference")
@@ -208,71 +208,82 @@ def make_client(mode: str | None = None, cassette: str | None = None, *,
     """
     env = settings()
     chosen = resolve_mode(mode, env)
-
+    if chosen in ("replay", "record") and not cassette:
+        raise ConfigError(f"{chosen} 模式需要指定录音：make_client(cassette=\"名字\")。")
     if chosen == "replay":
-        if not cassette:
-            raise ConfigError("回放模式需要指定录音：make_client(cassette=\"名字\")。")
-        tape = Cassette.load(cassette_path(cassette, env))
-        client = _openai_client(ReplayTransport(tape), base_url="http://replay.invalid/v1",
-                                api_key="replay-no-key", max_retries=0)
-        info = ClientInfo("replay", tape.provenance.get("request_model")
-                          or tape.provenance["model"], replay_world(tape), tape.provenance, tape)
-
+        client, info = _replay(cassette or "", env)
     elif chosen == "record":
-        if not cassette:
-            raise ConfigError("录制模式需要指定录音名：cassette=\"名字\"。")
-        # VIBE_AGENT_RECORD_SOURCE overrides a notebook's own choice: one command
-        # re-records every cassette from the same source (e.g. your live model).
-        source = env.get("VIBE_AGENT_RECORD_SOURCE") or source or (
-            "live" if env.get("OPENAI_API_KEY") else "reference")
-        if source not in RECORD_SOURCES:
-            raise ConfigError(f"未知的录制来源 {source!r}，可选：{', '.join(RECORD_SOURCES)}。")
-        upstream, base_url, model, provenance = _upstream(source, env)
-        provenance |= {
-            "request_model": model,
-            "recorded_at": datetime.now(UTC).replace(microsecond=0).isoformat(),
-            # `record LESSON` runs a notebook: it names the command that re-records it
-            "recorded_with": env.get("VIBE_AGENT_RECORDED_WITH")
-            or f"python -m vibe_agent record {cassette} --source {source}",
-            "vibe_agent": version("vibe-agent"),
-            "openai_sdk": openai.__version__,
-        }
-        if getattr(pages, "provenance_note", None):  # e.g. the course's stand-in pages
-            provenance["pages"] = pages.provenance_note
-        path = cassette_path(cassette, env)
-        tape = _RECORDING.get(path)  # a second client on the same cassette appends to it
-        if tape is None or tape.provenance.get("request_model") != model:
-            tape = _RECORDING[path] = Cassette(path.stem, provenance, [], path, autosave=True)
-
-        client = _openai_client(RecordTransport(tape, upstream), base_url=base_url,
-                                api_key=env.get("OPENAI_API_KEY") or "record-no-key",
-                                max_retries=0,
-                                timeout=LOCAL_TIMEOUT if source == "local" else LIVE_TIMEOUT)
-        world = record_world(tape, system_clock, pages or httpx2.HTTPTransport())
-        info = ClientInfo("record", model, world, tape.provenance, tape)
-
+        client, info = _record(cassette or "", env, source, pages)
     elif chosen == "live":
-        key, base_url, model = _live_settings(env)
-        client = openai.OpenAI(api_key=key, base_url=base_url, timeout=LIVE_TIMEOUT)
-        info = ClientInfo("live", model, real_world(),
-                          _provenance("live-provider", model, endpoint=urlsplit(base_url).hostname))
-
+        client, info = _live(env)
     elif chosen == "local":
-        from .local import LOCAL_MODEL_INFO, LOCAL_MODEL_NAME, shared_server
-
-        server = shared_server()
-        client = openai.OpenAI(api_key="local-no-key", base_url=server.base_url,
-                               max_retries=0, timeout=LOCAL_TIMEOUT)
-        info = ClientInfo("local", LOCAL_MODEL_NAME, real_world(),
-                          _provenance("real-model", LOCAL_MODEL_NAME, **LOCAL_MODEL_INFO,
-                                      endpoint=server.base_url))
-
-    else:  # reference
-        model_ = ScriptedModel(reference_model()._policy, name=REFERENCE_MODEL_NAME)
-        client = model_.client()
-        info = ClientInfo("reference", REFERENCE_MODEL_NAME, real_world(),
-                          _provenance("scripted-reference", REFERENCE_MODEL_NAME,
-                                      endpoint="scripted transport"), extras={"model": model_})
-
+        client, info = _local()
+    else:
+        client, info = _reference()
     _INFO[client] = info
     return client
+
+
+def _replay(cassette: str, env: dict[str, str]) -> tuple[openai.OpenAI, ClientInfo]:
+    tape = Cassette.load(cassette_path(cassette, env))
+    client = _openai_client(ReplayTransport(tape), base_url="http://replay.invalid/v1",
+                            api_key="replay-no-key", max_retries=0)
+    model = tape.provenance.get("request_model") or tape.provenance["model"]
+    return client, ClientInfo("replay", model, replay_world(tape), tape.provenance, tape)
+
+
+def _record(cassette: str, env: dict[str, str], source: str | None,
+            pages: httpx2.BaseTransport | None) -> tuple[openai.OpenAI, ClientInfo]:
+    # VIBE_AGENT_RECORD_SOURCE overrides a notebook's own choice: one command
+    # re-records every cassette from the same source (e.g. your live model).
+    source = env.get("VIBE_AGENT_RECORD_SOURCE") or source or (
+        "live" if env.get("OPENAI_API_KEY") else "reference")
+    if source not in RECORD_SOURCES:
+        raise ConfigError(f"未知的录制来源 {source!r}，可选：{', '.join(RECORD_SOURCES)}。")
+    upstream, base_url, model, provenance = _upstream(source, env)
+    provenance |= {
+        "request_model": model,
+        "recorded_at": datetime.now(UTC).replace(microsecond=0).isoformat(),
+        # `record LESSON` runs a notebook: it names the command that re-records it
+        "recorded_with": env.get("VIBE_AGENT_RECORDED_WITH")
+        or f"python -m vibe_agent record {cassette} --source {source}",
+        "vibe_agent": version("vibe-agent"),
+        "openai_sdk": openai.__version__,
+    }
+    if getattr(pages, "provenance_note", None):  # e.g. the course's stand-in pages
+        provenance["pages"] = pages.provenance_note
+    path = cassette_path(cassette, env)
+    tape = _RECORDING.get(path)  # a second client on the same cassette appends to it
+    if tape is None or tape.provenance.get("request_model") != model:
+        tape = _RECORDING[path] = Cassette(path.stem, provenance, [], path, autosave=True)
+    client = _openai_client(RecordTransport(tape, upstream), base_url=base_url,
+                            api_key=env.get("OPENAI_API_KEY") or "record-no-key", max_retries=0,
+                            timeout=LOCAL_TIMEOUT if source == "local" else LIVE_TIMEOUT)
+    world = record_world(tape, system_clock, pages or httpx2.HTTPTransport())
+    return client, ClientInfo("record", model, world, tape.provenance, tape)
+
+
+def _live(env: dict[str, str]) -> tuple[openai.OpenAI, ClientInfo]:
+    key, base_url, model = _live_settings(env)
+    client = openai.OpenAI(api_key=key, base_url=base_url, timeout=LIVE_TIMEOUT)
+    provenance = _provenance("live-provider", model, endpoint=urlsplit(base_url).hostname)
+    return client, ClientInfo("live", model, real_world(), provenance)
+
+
+def _local() -> tuple[openai.OpenAI, ClientInfo]:
+    from .local import LOCAL_MODEL_INFO, LOCAL_MODEL_NAME, shared_server
+
+    server = shared_server()
+    client = openai.OpenAI(api_key="local-no-key", base_url=server.base_url, max_retries=0,
+                           timeout=LOCAL_TIMEOUT)
+    provenance = _provenance("real-model", LOCAL_MODEL_NAME, **LOCAL_MODEL_INFO,
+                             endpoint=server.base_url)
+    return client, ClientInfo("local", LOCAL_MODEL_NAME, real_world(), provenance)
+
+
+def _reference() -> tuple[openai.OpenAI, ClientInfo]:
+    model = reference_model()
+    provenance = _provenance("scripted-reference", REFERENCE_MODEL_NAME,
+                             endpoint="scripted transport")
+    return model.client(), ClientInfo("reference", REFERENCE_MODEL_NAME, real_world(),
+                                      provenance, extras={"model": model})
