@@ -28,7 +28,7 @@ from enum import StrEnum
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletionMessage
+from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageToolCall
 
 from .registry import ToolRegistry
 from .trace import Trace, TraceStep
@@ -150,6 +150,31 @@ class Brakes:
             )
 
 
+def execute_call(call: ChatCompletionMessageToolCall, registry: ToolRegistry, brakes: Brakes,
+                 round_no: int) -> TraceStep:
+    """Run one tool call (unless the repeat brake blocks it); the step's `result` is the
+    text for the model's `role: "tool"` message."""
+    name, arguments = call.function.name, call.function.arguments
+    started = time.perf_counter()
+    step = TraceStep(round=round_no, kind="tool", decision="ok", tool=name,
+                     tool_call_id=call.id, arguments=arguments)
+    if brakes.is_repeat_limit(name, arguments):
+        step.decision = "repeated_call"
+        step.result = (f"Error: this exact call was already made {brakes.repeats - 1} "
+                       "times in a row; it was not run again.")
+    else:
+        result = registry.call(name, arguments)
+        brakes.count_result(result.ok, name)
+        step.result, step.decision = result.output, result.error_kind or "ok"
+        if result.exception is not None:  # the model gets text; the trace keeps the exception
+            step.error = f"{type(result.exception).__name__}: {result.exception}"
+            step.error_type = type(result.exception).__name__
+        elif not result.ok:
+            step.error = result.output
+    step.elapsed_ms = (time.perf_counter() - started) * 1000
+    return step
+
+
 def provider_failure(exc: openai.APIError) -> Brake:
     """Turn an SDK error into a one-line stop message."""
     if isinstance(exc, openai.APIStatusError):
@@ -260,26 +285,9 @@ def run_agent(
             # 3. the assistant message goes back verbatim, then one tool message per call
             messages.append(assistant_message(message))
             for call in message.tool_calls:
-                name, arguments = call.function.name, call.function.arguments
-                started = time.perf_counter()
-                if brakes.is_repeat_limit(name, arguments):
-                    output = (f"Error: this exact call was already made {brakes.repeats - 1} "
-                              "times in a row; it was not run again.")
-                    decision, error, error_type = "repeated_call", None, None
-                else:
-                    result = registry.call(name, arguments)
-                    brakes.count_result(result.ok, name)
-                    output, decision = result.output, result.error_kind or "ok"
-                    exc = result.exception
-                    error = f"{type(exc).__name__}: {exc}" if exc else (
-                        None if result.ok else output)
-                    error_type = type(exc).__name__ if exc else None
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
-                record(TraceStep(
-                    round=round_no, kind="tool", decision=decision, tool=name,
-                    tool_call_id=call.id, arguments=arguments, result=output, error=error,
-                    error_type=error_type, elapsed_ms=(time.perf_counter() - started) * 1000,
-                ))
+                step = execute_call(call, registry, brakes, round_no)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": step.result})
+                record(step)
             # 4. every call is answered; now the brakes may stop the run
             if brakes.tripped:
                 raise brakes.tripped
