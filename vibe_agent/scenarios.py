@@ -25,6 +25,7 @@ from .loop import AgentResult, run_agent
 from .tools import demo_registry
 
 EXAMPLE_URL = "https://example.com/"
+ARTICLE_URL = "https://example.com/vibe-agent/article.html"
 
 
 @dataclass
@@ -106,26 +107,37 @@ def run_demo_tasks(client: openai.OpenAI, model: str, world: Any = None,
 # ---------------------------------------------------------------------------
 
 
-BUNDLED_PAGES_NOTE = ("pages served from vibe_agent/data/example.html, a stand-in for "
-                      f"{EXAMPLE_URL} written for the course (recorded offline)")
+# The course's stand-in pages, URL -> file in vibe_agent/data/. Both were written for
+# the course; neither is a download of a real site.
+BUNDLED_PAGES: dict[str, str] = {
+    EXAMPLE_URL: "example.html",  # a stand-in for example.com (demo task 3)
+    ARTICLE_URL: "article.html",  # a longer page about the agent loop (lesson 07)
+}
+
+BUNDLED_PAGES_NOTE = (
+    "pages served from "
+    + " and ".join(f"vibe_agent/data/{file} as {url}" for url, file in BUNDLED_PAGES.items())
+    + ", stand-ins written for the course (recorded offline)"
+)
 
 
 class BundledPages(httpx2.BaseTransport):
-    """Serves the course's stand-in copy of example.com; anything else is a 404.
+    """Serves the course's stand-in pages (`BUNDLED_PAGES`); anything else is a 404.
 
-    Used when recording offline. The page is a stand-in written for the course, not a
-    download of the real site; cassettes recorded with it say so in their provenance
+    Used when recording offline. The pages were written for the course, not downloaded
+    from the real sites; cassettes recorded with them say so in their provenance
     (`make_client(pages=...)` copies `provenance_note` there).
     """
 
     provenance_note = BUNDLED_PAGES_NOTE
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        if str(request.url) == EXAMPLE_URL:
-            page = resources.files("vibe_agent").joinpath("data/example.html").read_bytes()
-            return httpx2.Response(200, headers={"content-type": "text/html; charset=utf-8"},
-                                   content=page)
-        return httpx2.Response(404, text="not bundled")
+        file = BUNDLED_PAGES.get(str(request.url))
+        if file is None:
+            return httpx2.Response(404, text="not bundled")
+        page = resources.files("vibe_agent").joinpath("data", file).read_bytes()
+        return httpx2.Response(200, headers={"content-type": "text/html; charset=utf-8"},
+                               content=page)
 
 
 # ---------------------------------------------------------------------------
