@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 import httpx2
+import openai
 
 from .client import ClientInfo, ConfigError, client_info, make_client, settings
 from .loop import AgentResult, run_agent
@@ -33,11 +34,10 @@ def _cli_mode(requested: str | None) -> str:
             or ("live" if env.get("OPENAI_API_KEY") else "reference"))
 
 
-def _connect(args: argparse.Namespace) -> ClientInfo:
-    """Client info for the chosen mode; offline, pages come from the course's stand-in."""
+def _connect(args: argparse.Namespace) -> tuple[openai.OpenAI, ClientInfo]:
+    """The client for the chosen mode and its info; offline, pages come from the stand-ins."""
     client = make_client(_cli_mode(args.mode), args.cassette)
     info = client_info(client)
-    info.extras["client"] = client
     print(info.describe())
     if info.mode == "reference":
         from .scenarios import BUNDLED_PAGES_NOTE, BundledPages
@@ -45,7 +45,7 @@ def _connect(args: argparse.Namespace) -> ClientInfo:
         info.world = World(http=httpx2.Client(transport=BundledPages()))
         print(f"网页：{BUNDLED_PAGES_NOTE}")
     print()
-    return info
+    return client, info
 
 
 def _print_step(step: TraceStep) -> None:
@@ -60,8 +60,8 @@ def _tokens(result: AgentResult) -> str:
 def cmd_ask(args: argparse.Namespace) -> int:
     from .tools import demo_registry
 
-    info = _connect(args)
-    result = run_agent(info.extras["client"], args.question, demo_registry(info.world),
+    client, info = _connect(args)
+    result = run_agent(client, args.question, demo_registry(info.world),
                        model=info.model, max_iters=args.max_iters, on_step=_print_step)
     print()
     if result.ok:
@@ -75,8 +75,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .scenarios import DEMO_OPTIONS, DEMO_TASKS
     from .tools import demo_registry
 
-    info = _connect(args)
-    client = info.extras["client"]
+    client, info = _connect(args)
     registry = demo_registry(info.world)
     rows = []
     for task in DEMO_TASKS:
@@ -131,14 +130,12 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def _record_scenario(name: str, args: argparse.Namespace) -> None:
-    from .scenarios import BUNDLED_PAGES_NOTE, SCENARIOS, BundledPages
+    from .scenarios import SCENARIOS, BundledPages
 
     scenario = SCENARIOS[name]
     pages = None if args.pages == "network" else BundledPages()
     client = make_client("record", name, source=scenario.source, pages=pages)
     info = client_info(client)
-    if pages is not None:
-        info.provenance["pages"] = BUNDLED_PAGES_NOTE
     info.provenance["scenario"] = f"{name}: {scenario.about}"
     scenario.run(client, info.model, info.world)
     path = info.cassette.save()
