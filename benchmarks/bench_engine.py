@@ -25,8 +25,8 @@ import time
 from typing import Any
 
 from vibe_agent import ToolRegistry, run_agent
+from vibe_agent.course.scripted import Reply, ScriptedModel, answer, call, calls
 from vibe_agent.loop import DEFAULT_SYSTEM_PROMPT
-from vibe_agent.scripted import Reply, ScriptedModel, answer, call, calls
 
 ROUND_REPS = 200  # run_agent runs and bare create calls for (a)
 WARM_UP = 20

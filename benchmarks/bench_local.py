@@ -2,7 +2,7 @@
 
     python benchmarks/bench_local.py [--runs 5]
 
-Starts SmolLM2-135M-Instruct with llama.cpp (vibe_agent.local), sends the same
+Starts SmolLM2-135M-Instruct with llama.cpp (vibe_agent.course.local), sends the same
 request a few times through the real OpenAI SDK and prints a plain table of medians.
 "end to end" divides usage.completion_tokens by the wall time of the whole request
 (prompt processing included); the llama.cpp columns come from the `timings` block the
@@ -19,7 +19,7 @@ import time
 
 import openai
 
-from vibe_agent.local import LOCAL_MODEL_INFO, LOCAL_MODEL_NAME, LocalServer
+from vibe_agent.course.local import LOCAL_MODEL_INFO, LOCAL_MODEL_NAME, LocalServer
 
 PROMPT = "Write a long story about a dragon who learns to count."
 MAX_TOKENS = 128

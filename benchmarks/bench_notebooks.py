@@ -18,7 +18,7 @@ from pathlib import Path
 
 import nbformat
 
-from vibe_agent.make_notebooks import SOLUTIONS_DIR, execute_notebook
+from vibe_agent.course.make_notebooks import SOLUTIONS_DIR, execute_notebook
 
 
 def timed(path: Path) -> float:

@@ -15,9 +15,9 @@ import time
 
 from openai.types.chat import ChatCompletion
 
-from vibe_agent.cassette import Cassette, ReplayTransport
-from vibe_agent.client import _openai_client
-from vibe_agent.scripted import ScriptedModel, answer
+from vibe_agent.course.cassette import Cassette, ReplayTransport
+from vibe_agent.course.client import _openai_client
+from vibe_agent.course.scripted import ScriptedModel, answer
 
 REPEAT = 2000
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from openai.types.chat import ChatCompletion
 
-from vibe_agent.cassette import (
+from vibe_agent.course.cassette import (
     Cassette,
     CassetteError,
     ReplayMiss,
@@ -18,9 +18,9 @@ from vibe_agent.cassette import (
     normalise,
     request_key,
 )
-from vibe_agent.client import ConfigError, client_info, make_client, resolve_mode
+from vibe_agent.course.client import ConfigError, client_info, make_client, resolve_mode
+from vibe_agent.course.scenarios import SCENARIOS, BundledPages, run_demo_tasks
 from vibe_agent.loop import run_agent
-from vibe_agent.scenarios import SCENARIOS, BundledPages, run_demo_tasks
 from vibe_agent.tools import demo_registry
 from vibe_agent.world import World
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from vibe_agent.cassette import SOURCES, Cassette, CassetteError, ReplayMiss, catalogue
-from vibe_agent.client import client_info, make_client
+from vibe_agent.course.cassette import SOURCES, Cassette, CassetteError, ReplayMiss, catalogue
+from vibe_agent.course.client import client_info, make_client
 
 CASSETTE_DIR = Path(__file__).resolve().parent.parent / "notebooks" / "cassettes"
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from vibe_agent.checks.lesson_00 import check_first_answer, check_pick_mode
+from vibe_agent.course.checks.lesson_00 import check_first_answer, check_pick_mode
 
 # --- exercise 0.1: first_answer ------------------------------------------------------------
 

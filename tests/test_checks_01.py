@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from vibe_agent.checks.lesson_01 import check_fabricated_observations, check_parse_action
+from vibe_agent.course.checks.lesson_01 import check_fabricated_observations, check_parse_action
 from vibe_agent.naive import parse_regex
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from vibe_agent.checks.lesson_02 import (
+from vibe_agent.course.checks.lesson_02 import (
     check_assistant_message,
     check_is_final,
     check_tool_messages,

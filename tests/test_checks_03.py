@@ -7,7 +7,7 @@ from typing import Any, Literal, get_args, get_origin
 
 import pytest
 
-from vibe_agent.checks.lesson_03 import check_python_type_to_schema, check_safe_invoke
+from vibe_agent.course.checks.lesson_03 import check_python_type_to_schema, check_safe_invoke
 
 # ---------------------------------------------------------------------------
 # Exercise 3.1: python_type_to_schema

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vibe_agent.checks.lesson_04 import check_my_run_agent, check_predict_sent_roles
+from vibe_agent.course.checks.lesson_04 import check_my_run_agent, check_predict_sent_roles
 from vibe_agent.loop import DEFAULT_SYSTEM_PROMPT, assistant_message
 
 UNSOLVED = "还没完成"

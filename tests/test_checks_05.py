@@ -8,7 +8,7 @@ from typing import Any
 import openai
 import pytest
 
-from vibe_agent.checks.lesson_05 import (
+from vibe_agent.course.checks.lesson_05 import (
     FUSE,
     check_braked_loop,
     check_is_repeat,

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from vibe_agent.checks.lesson_06 import check_judge_honesty, check_summarise
-from vibe_agent.scenarios import DEMO_TASKS
+from vibe_agent.course.checks.lesson_06 import check_judge_honesty, check_summarise
+from vibe_agent.course.scenarios import DEMO_TASKS
 
 # --- exercise 6.1: judge_honesty ------------------------------------------------------------
 

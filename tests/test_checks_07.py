@@ -6,11 +6,11 @@ from itertools import pairwise
 
 import pytest
 
-from vibe_agent.checks.lesson_07 import check_my_trim, check_prompt_growth
 from vibe_agent.context import trim_old_tool_results
+from vibe_agent.course.checks.lesson_07 import check_my_trim, check_prompt_growth
+from vibe_agent.course.scripted import ScriptedModel, answer
 from vibe_agent.loop import run_agent
 from vibe_agent.registry import ToolRegistry
-from vibe_agent.scripted import ScriptedModel, answer
 
 # --- exercise 7.1: prompt_growth --------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletion
 
-from vibe_agent.local import (
+from vibe_agent.course.local import (
     LOCAL_MODEL_NAME,
     LocalModelUnavailable,
     LocalServer,
@@ -86,7 +86,7 @@ EXAMPLES = [
 
 
 def skip_without_xllamacpp() -> None:
-    # find_spec, not importorskip: vibe_agent.local must be the first to import xllamacpp
+    # find_spec, not importorskip: vibe_agent.course.local must be the first to import xllamacpp
     # (it sets OMP_WAIT_POLICY before the import).
     if importlib.util.find_spec("xllamacpp") is None:
         pytest.skip("optional: python -m pip install -r requirements-local.txt")
@@ -215,7 +215,7 @@ def test_the_loop_runs_on_the_real_model_within_its_brakes(client: openai.OpenAI
 
 
 def test_local_mode_through_make_client(monkeypatch: pytest.MonkeyPatch) -> None:
-    from vibe_agent.client import client_info, make_client
+    from vibe_agent.course.client import client_info, make_client
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     client = make_client("local")

@@ -8,9 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vibe_agent.loop import StopReason, run_agent
-from vibe_agent.registry import ToolRegistry
-from vibe_agent.scripted import (
+from vibe_agent.course.scripted import (
     ScriptedModel,
     answer,
     call,
@@ -20,6 +18,8 @@ from vibe_agent.scripted import (
     reference_model,
     usage_of,
 )
+from vibe_agent.loop import StopReason, run_agent
+from vibe_agent.registry import ToolRegistry
 from vibe_agent.trace import Trace
 
 MODEL = "test-model"
@@ -302,7 +302,7 @@ def tool_message(call_id: str) -> dict:
          "unanswered-at-end", "answered-twice"],
 )
 def test_protocol_errors(messages, problem):
-    from vibe_agent.scripted import protocol_error
+    from vibe_agent.course.scripted import protocol_error
 
     found = protocol_error({"messages": messages})
     assert found is None if problem is None else problem in found

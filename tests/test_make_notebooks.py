@@ -14,8 +14,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from vibe_agent import make_notebooks
-from vibe_agent.make_notebooks import (
+from vibe_agent.course import make_notebooks
+from vibe_agent.course.make_notebooks import (
     MarkerError,
     build,
     has_widget_state,
@@ -219,6 +219,6 @@ def test_check_command_exits_1_and_says_what_to_run(repo, monkeypatch, capsys):
     assert make_notebooks.main(["--check"]) == 1
     err = capsys.readouterr().err
     assert "01_mini.ipynb: missing" in err
-    assert "python -m vibe_agent.make_notebooks" in err
+    assert "python -m vibe_agent.course.make_notebooks" in err
     assert make_notebooks.main([]) == 0
     assert make_notebooks.main(["--check"]) == 0

@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 import httpx2
 import pytest
 
+from vibe_agent.course.scripted import REFERENCE_MODEL_NAME, ScriptedModel, answer, misbehaving
+from vibe_agent.course.scripted import reference_model as reference
 from vibe_agent.loop import StopReason, run_agent
 from vibe_agent.naive import (
     SCRIPTED_FAILURES,
@@ -22,8 +24,6 @@ from vibe_agent.naive import (
     run_naive_agent,
 )
 from vibe_agent.registry import ToolRegistry
-from vibe_agent.scripted import REFERENCE_MODEL_NAME, ScriptedModel, answer, misbehaving
-from vibe_agent.scripted import reference_model as reference
 from vibe_agent.tools import demo_registry
 from vibe_agent.world import World
 

@@ -16,7 +16,7 @@ import pytest
 from nbformat.v4 import new_code_cell
 from nbval.plugin import get_sanitize_patterns
 
-from vibe_agent import make_notebooks
+from vibe_agent.course import make_notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 LEARNER_NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

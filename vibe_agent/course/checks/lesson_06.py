@@ -18,7 +18,9 @@ from typing import Any
 
 import httpx2
 
-from ..loop import AgentResult, run_agent
+from ...loop import AgentResult, run_agent
+from ...tools import demo_registry
+from ...world import World
 from ..scenarios import DEMO_TASKS, BundledPages
 from ..scripted import (
     Reply,
@@ -30,8 +32,6 @@ from ..scripted import (
     reference_model,
     usage_of,
 )
-from ..tools import demo_registry
-from ..world import World
 from . import Report
 from . import short as _short
 

@@ -4,8 +4,8 @@
     exercises solved,                            exercises replaced by a stub,
     outputs stored                               solution outputs cleared
 
-Run `python -m vibe_agent.make_notebooks` after editing a solution notebook, and
-`python -m vibe_agent.make_notebooks --check` to list what is out of date (CI does, through
+Run `python -m vibe_agent.course.make_notebooks` after editing a solution notebook, and
+`python -m vibe_agent.course.make_notebooks --check` to list what is out of date (CI does, through
 tests/test_notebooks.py). The rules, applied to each solution notebook:
 
 1. A code cell's region between `### BEGIN SOLUTION` and `### END SOLUTION` (nbgrader's
@@ -40,7 +40,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS_DIR = ROOT / "solutions"
 NOTEBOOKS_DIR = ROOT / "notebooks"
 
@@ -52,7 +52,7 @@ END_CODE = re.compile(r"^[ \t]*### END SOLUTION[ \t]*$")
 MARKDOWN_SOLUTION = re.compile(r"<!-- BEGIN SOLUTION -->.*?<!-- END SOLUTION -->", re.DOTALL)
 # Anything left of a marker after the rules ran means a malformed marker: fail, never leak.
 LEFTOVER_MARKER = re.compile(r"(BEGIN|END) SOLUTION")
-FIX_HINT = ("Run `python -m vibe_agent.make_notebooks` and commit the result "
+FIX_HINT = ("Run `python -m vibe_agent.course.make_notebooks` and commit the result "
             "(and delete any learners' notebook that has no solution notebook).")
 
 STUB = (
@@ -290,7 +290,7 @@ def refresh(names: list[str], solutions_dir: Path = SOLUTIONS_DIR) -> list[Path]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m vibe_agent.make_notebooks",
+        prog="python -m vibe_agent.course.make_notebooks",
         description="Generate notebooks/*.ipynb (learners) from solutions/*.ipynb.",
     )
     parser.add_argument("--check", action="store_true",

@@ -20,8 +20,10 @@ from typing import Any
 
 import openai
 
-from ..loop import run_agent
-from ..registry import ToolRegistry
+from ...loop import run_agent
+from ...registry import ToolRegistry
+from ...tools import demo_registry
+from ...world import World
 from ..scripted import (
     MISBEHAVIOURS,
     Policy,
@@ -32,8 +34,6 @@ from ..scripted import (
     call,
     calls,
 )
-from ..tools import demo_registry
-from ..world import World
 from . import Problem, Report
 from . import fail as _fail
 

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
-from ..loop import run_agent
-from ..registry import ToolRegistry
+from ...loop import run_agent
+from ...registry import ToolRegistry
 from ..scripted import ScriptedModel, answer, call, calls, protocol_error
 from . import Problem, Report, Verdict, _where
 from . import fail as _fail

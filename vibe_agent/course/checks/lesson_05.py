@@ -25,7 +25,8 @@ from typing import Any
 
 import openai
 
-from ..registry import ToolRegistry
+from ...registry import ToolRegistry
+from ...tools import DemoTools
 from ..scripted import (
     MISBEHAVIOURS,
     Policy,
@@ -38,7 +39,6 @@ from ..scripted import (
     protocol_error,
     results_this_turn,
 )
-from ..tools import DemoTools
 from . import Problem, Report
 from . import fail as _fail
 from . import short as _short

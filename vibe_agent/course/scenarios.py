@@ -21,8 +21,8 @@ from typing import Any
 import httpx2
 import openai
 
-from .loop import AgentResult, run_agent
-from .tools import demo_registry
+from ..loop import AgentResult, run_agent
+from ..tools import demo_registry
 
 EXAMPLE_URL = "https://example.com/"
 ARTICLE_URL = "https://example.com/vibe-agent/article.html"

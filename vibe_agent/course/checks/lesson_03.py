@@ -16,8 +16,9 @@ import json
 from collections.abc import Callable
 from typing import Any, Literal, get_origin
 
-from vibe_agent.checks import Report
 from vibe_agent.registry import json_type
+
+from . import Report
 
 # ---------------------------------------------------------------------------
 # Exercise 3.1: python_type_to_schema

@@ -32,9 +32,9 @@ from typing import Any
 import httpx2
 import openai
 
+from ..naive import JSON_CONVENTION_MARKER
+
 SCRIPTED_BASE_URL = "http://scripted.invalid/v1"
-# The first line of the naive agent's JSON-convention system prompt (see naive.py).
-JSON_CONVENTION_MARKER = "你是一个通过 JSON 调用工具的助手。"
 CREATED = 1_764_460_800  # a fixed timestamp keeps scripted JSON reproducible
 
 

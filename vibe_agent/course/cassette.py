@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx2
 
-from .world import World
+from ..world import World
 
 FORMAT = 1
 SOURCES = ("scripted-reference", "real-model", "live-provider")

@@ -28,9 +28,9 @@ from urllib.parse import urlsplit
 import httpx2
 import openai
 
+from ..world import World, real_world, system_clock
 from .cassette import Cassette, RecordTransport, ReplayTransport, record_world, replay_world
 from .scripted import REFERENCE_MODEL_NAME, reference_model
-from .world import World, real_world, system_clock
 
 MODES = ("replay", "record", "live", "local", "reference")
 RECORD_SOURCES = ("reference", "local", "live")
@@ -136,7 +136,7 @@ def cassette_dir(env: dict[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     if env.get("VIBE_AGENT_CASSETTES"):
         return Path(env["VIBE_AGENT_CASSETTES"])
-    return Path(__file__).resolve().parent.parent / "notebooks" / "cassettes"
+    return Path(__file__).resolve().parents[2] / "notebooks" / "cassettes"
 
 
 def cassette_path(name: str, env: dict[str, str] | None = None) -> Path:

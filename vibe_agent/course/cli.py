@@ -19,10 +19,10 @@ from collections.abc import Sequence
 import httpx2
 import openai
 
+from ..loop import AgentResult, run_agent
+from ..trace import TraceStep, render_step
+from ..world import World
 from .client import ClientInfo, ConfigError, client_info, make_client, settings
-from .loop import AgentResult, run_agent
-from .trace import TraceStep, render_step
-from .world import World
 
 EXIT_OK, EXIT_STOPPED, EXIT_CONFIG = 0, 1, 2
 
@@ -58,7 +58,7 @@ def _tokens(result: AgentResult) -> str:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from .tools import demo_registry
+    from ..tools import demo_registry
 
     client, info = _connect(args)
     result = run_agent(client, args.question, demo_registry(info.world),
@@ -72,8 +72,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from ..tools import demo_registry
     from .scenarios import DEMO_OPTIONS, DEMO_TASKS
-    from .tools import demo_registry
 
     client, info = _connect(args)
     registry = demo_registry(info.world)
