@@ -89,16 +89,17 @@ def test_a_refusal_counts_as_a_failed_call(root):
 
 # --- paths must stay inside the workspace -----------------------------------------------
 
+OUT = "it leads outside the workspace"
 ESCAPES = [
-    # (path, id)
-    ("../outside/secret.txt", "dot-dot"),
-    ("pkg/../../outside/secret.txt", "dot-dot-after-a-folder"),
-    ("/etc/passwd", "absolute"),
-    ("~/.bashrc", "home"),
-    ("link_to_secret", "symlink-to-a-file-outside"),
-    ("link_to_etc/passwd", "symlink-to-etc"),
-    ("linked_dir", "symlinked-folder"),
-    ("linked_dir/secret.txt", "file-in-a-symlinked-folder"),
+    # (path, reason in the error, id)
+    ("../outside/secret.txt", OUT, "dot-dot"),
+    ("pkg/../../outside/secret.txt", OUT, "dot-dot-after-a-folder"),
+    ("/etc/passwd", "absolute paths are not allowed", "absolute"),
+    ("~/.bashrc", "'~' (a home folder) is outside the workspace", "home"),
+    ("link_to_secret", OUT, "symlink-to-a-file-outside"),
+    ("link_to_etc/passwd", OUT, "symlink-to-etc"),
+    ("linked_dir", OUT, "symlinked-folder"),
+    ("linked_dir/secret.txt", OUT, "file-in-a-symlinked-folder"),
 ]
 
 CALLS = {
@@ -111,13 +112,19 @@ CALLS = {
 
 
 @pytest.mark.parametrize("tool", CALLS)
-@pytest.mark.parametrize("path", [row[0] for row in ESCAPES], ids=[row[1] for row in ESCAPES])
-def test_paths_leading_out_are_refused(tools, root, tool, path):
+@pytest.mark.parametrize(("path", "reason"), [row[:2] for row in ESCAPES],
+                         ids=[row[2] for row in ESCAPES])
+def test_paths_leading_out_are_refused(tools, root, tool, path, reason):
     output = CALLS[tool](tools, path)
-    assert output.startswith(f"Error: cannot use the path '{path}'"), output
-    assert "relative to the workspace root" in output
-    assert "do not read" not in output
+    assert output == (f"Error: cannot use the path '{path}': {reason}. Use a path relative to "
+                      "the workspace root, such as 'app.py' or 'tests/'.")
     assert (root.parent / "outside" / "secret.txt").read_text() == "SECRET = 'do not read'\n"
+
+
+@pytest.mark.parametrize("tool", CALLS)
+def test_absolute_paths_are_refused_even_inside(tools, root, tool):
+    assert "absolute paths are not allowed" in CALLS[tool](tools, str(root / "app.py"))
+    assert (root / "app.py").read_text() == APP
 
 
 def test_listing_and_search_do_not_follow_links_out_or_enter_ignored_folders(tools):
