@@ -209,12 +209,29 @@ def test_search_code(tools, pattern, path, expected):
     assert tools.search_code(pattern, path) == expected
 
 
-def test_search_code_caps_hits(tools, root):
+def test_search_code_stops_after_enough_hits(tools, root):
     (root / "many.py").write_text("hit = 1\n" * (MAX_HITS + 10))
     lines = tools.search_code("hit", "many.py").splitlines()
     assert len(lines) == MAX_HITS + 1
-    assert lines[-1] == f"[showing {MAX_HITS} of {MAX_HITS + 10} matches; use a more specific " \
-                        "pattern or path]"
+    assert lines[-2] == f"many.py:{MAX_HITS}: hit = 1"
+    assert lines[-1] == f"[stopped after {MAX_HITS} matches; use a more specific pattern or path]"
+
+
+def test_list_files_stops_after_enough_entries(tools, root):
+    (root / "many").mkdir()
+    for n in range(coding.MAX_LIST_ENTRIES + 5):
+        (root / "many" / f"file{n:03}.txt").write_text("")
+    lines = tools.list_files("many").splitlines()
+    assert len(lines) == coding.MAX_LIST_ENTRIES + 1
+    assert lines[-2] == f"many/file{coding.MAX_LIST_ENTRIES - 1:03}.txt"
+    assert lines[-1] == (f"[stopped after {coding.MAX_LIST_ENTRIES} entries; list a subfolder "
+                         "to see the rest]")
+
+
+def test_a_link_loop_is_refused_not_a_crash(tools, root):
+    (root / "loop").symlink_to(root / "loop")
+    assert tools.read_file("loop").startswith("Error: cannot use the path 'loop'")
+    assert "loop" not in tools.list_files()
 
 
 # --- write_file -----------------------------------------------------------------------

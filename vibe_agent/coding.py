@@ -26,10 +26,11 @@ may read everything inside it (a `.env` file too).
 from __future__ import annotations
 
 import difflib
+import itertools
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .registry import ToolRegistry
@@ -87,12 +88,19 @@ class Workspace:
             problem = "'~' (a home folder) is outside the workspace"
         elif Path(text).is_absolute():
             problem = "absolute paths are not allowed"
-        elif not (self.root / text).resolve().is_relative_to(self.root):  # "..", links
+        elif not self.contains(self.root / text):  # "..", or a link leading out
             problem = "it leads outside the workspace"
         else:
             return (self.root / text).resolve()
         raise WorkspaceError(f"cannot use the path '{path}': {problem}. Use a path relative to "
                              "the workspace root, such as 'app.py' or 'tests/'.")
+
+    def contains(self, path: Path) -> bool:
+        """Whether `path`, with every link followed, is inside the workspace."""
+        try:
+            return path.resolve().is_relative_to(self.root)
+        except (OSError, RuntimeError):  # a link loop, a name too long
+            return False
 
     def shown(self, full: Path) -> str:
         """How a resolved path is shown to the model: relative, with forward slashes."""
@@ -120,7 +128,7 @@ class Workspace:
     def walk(self, top: Path) -> Iterator[Path]:
         """Files and folders under `top`, sorted; no ignored folders, no links leading out."""
         for entry in sorted(top.iterdir()):
-            if entry.name in IGNORED_DIRS or not entry.resolve().is_relative_to(self.root):
+            if entry.name in IGNORED_DIRS or not self.contains(entry):
                 continue
             yield entry
             if entry.is_dir() and not entry.is_symlink():  # a linked folder is not entered
@@ -160,14 +168,13 @@ class Workspace:
         if not top.is_dir():
             return f"Error: '{path}' is not a folder. Use read_file for a file."
         entries = [self.shown(entry) + ("/" if entry.is_dir() else "")
-                   for entry in self.walk(top)]
+                   for entry in itertools.islice(self.walk(top), MAX_LIST_ENTRIES + 1)]
         if not entries:
             return f"(the folder '{self.shown(top)}' is empty)"
-        lines = entries[:MAX_LIST_ENTRIES]
-        if len(entries) > MAX_LIST_ENTRIES:
-            lines.append(f"[showing {MAX_LIST_ENTRIES} of {len(entries)} entries; list a "
-                         "subfolder to see the rest]")
-        return "\n".join(lines)
+        if len(entries) > MAX_LIST_ENTRIES:  # stop walking early: a folder may be huge
+            entries[-1] = (f"[stopped after {MAX_LIST_ENTRIES} entries; list a subfolder to "
+                           "see the rest]")
+        return "\n".join(entries)
 
     def read_file(self, path: str, start_line: int | None = None,
                   end_line: int | None = None) -> str:
@@ -219,18 +226,24 @@ class Workspace:
             return f"Error: {exc}"
         if not top.exists():
             return f"Error: there is no '{path}'. Call list_files to see what exists."
-        files = [top] if top.is_file() else [p for p in self.walk(top) if p.is_file()]
-        hits: list[str] = []
-        for file in files:
-            for number, line in enumerate((_text_or_none(file) or "").splitlines(), 1):
-                if regex.search(line):
-                    hits.append(f"{self.shown(file)}:{number}: {line.strip()[:MAX_HIT_CHARS]}")
-        if not hits:
+        files = [top] if top.is_file() else (p for p in self.walk(top) if p.is_file())
+        hits = itertools.islice(self._matches(regex, files), MAX_HITS + 1)
+        lines = [f"{self.shown(file)}:{number}: {text.strip()[:MAX_HIT_CHARS]}"
+                 for file, number, text in hits]
+        if not lines:
             return f"No matches for {pattern!r} in '{self.shown(top)}'."
-        if len(hits) > MAX_HITS:
-            return "\n".join([*hits[:MAX_HITS], f"[showing {MAX_HITS} of {len(hits)} matches; "
-                              "use a more specific pattern or path]"])
-        return "\n".join(hits)
+        if len(lines) > MAX_HITS:  # stop searching early: the model should narrow it down
+            lines[-1] = (f"[stopped after {MAX_HITS} matches; use a more specific pattern "
+                         "or path]")
+        return "\n".join(lines)
+
+    @staticmethod
+    def _matches(regex: re.Pattern[str], files: Iterable[Path]) -> Iterator[tuple[Path, int, str]]:
+        """(file, line number, line) for every line that matches, file by file."""
+        for file in files:
+            for number, line in enumerate((_text_or_none(file) or "").splitlines(), start=1):
+                if regex.search(line):
+                    yield file, number, line
 
     def write_file(self, path: str, content: str) -> str:
         """Create a file, or replace a file's whole content. Folders are created as needed.
