@@ -147,7 +147,7 @@ def test_time_limit_kills_child_and_grandchild(isolated, workspace, marker):
 def test_background_jobs_die_when_the_command_ends(isolated, workspace, marker):
     result = run(f"sleep {marker} & echo started", workspace, timeout=5.0)
     assert (result.exit_code, result.output, result.timed_out) == (0, "started\n", False)
-    assert result.elapsed_s < 1.0  # the open pipe of the background job is not waited for
+    assert result.elapsed_s < 3.0  # not the 5 s limit: the job's open pipe is not waited for
     assert gone(marker), f"left-over processes: {processes_with(marker)}"
 
 
