@@ -37,7 +37,8 @@ from vibe_agent.course.tasks import (
 TASKS, LOAD_ERRORS = load_suite()
 
 
-def by_name(tasks: list[Task]) -> list[pytest.param]:
+def by_name(tasks: list[Task]) -> list:
+    """Parameters for `parametrize`, each with the task's name as its id."""
     return [pytest.param(task, id=task.name) for task in tasks]
 
 
@@ -64,7 +65,8 @@ def run_tests(task: Task, project: Path) -> tuple[int, dict[str, int], str]:
         capture_output=True,
         text=True,
     )
-    found = re.findall(r"(\d+) (passed|failed|errors?)\b", done.stdout)
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    found = re.findall(r"(\d+) (passed|failed|errors?)\b", summary)
     counts = {kind: int(number) for number, kind in found}
     return done.returncode, counts, done.stdout + done.stderr
 
