@@ -1,0 +1,343 @@
+"""Tests for the bug-fix task suite and its loader.
+
+Every shipped task fails as shipped and passes once its reference fix is applied (run
+for real, in a fresh copy, with the task's own test command); its prompt does not
+give the fix away; its fix is a list of exact, unique edits. Malformed task folders
+give a `TaskError` that names the file at fault.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from vibe_agent.course.tasks import (
+    SUITE_DIR,
+    FileEdit,
+    Task,
+    TaskError,
+    apply_edits,
+    apply_fix,
+    command_argv,
+    command_env,
+    copy_repo,
+    fix_edits,
+    load_suite,
+    load_task,
+    patch_edits,
+)
+
+TASKS, LOAD_ERRORS = load_suite()
+
+
+def by_name(tasks: list[Task]) -> list:
+    """Parameters for `parametrize`, each with the task's name as its id."""
+    return [pytest.param(task, id=task.name) for task in tasks]
+
+
+# --- the shipped suite ---------------------------------------------------------------
+
+
+def test_the_suite_loads_without_errors():
+    assert LOAD_ERRORS == []
+    assert len(TASKS) >= 14
+
+
+def test_the_suite_is_small():
+    size = sum(path.stat().st_size for path in SUITE_DIR.rglob("*") if path.is_file())
+    assert size < 200_000
+
+
+def run_tests(task: Task, project: Path) -> tuple[int, dict[str, int], str]:
+    """Run the task's test command in `project`: exit code, outcome counts, output."""
+    done = subprocess.run(
+        command_argv(task),
+        cwd=project,
+        env=command_env(),
+        timeout=task.timeout_s,
+        capture_output=True,
+        text=True,
+    )
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    found = re.findall(r"(\d+) (passed|failed|errors?)\b", summary)
+    counts = {kind: int(number) for number, kind in found}
+    return done.returncode, counts, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("task", by_name(TASKS))
+def test_fails_as_shipped_and_passes_with_its_fix(task: Task, tmp_path: Path):
+    project = copy_repo(task, tmp_path / "repo")
+    code, before, output = run_tests(task, project)
+    # Exit code 1: the tests ran and some failed (2 would be a collection error).
+    assert code == 1, output
+    assert before.get("failed", 0) >= 1, output
+
+    apply_fix(task, project)
+    code, after, output = run_tests(task, project)
+    assert code == 0, output
+    assert after.get("passed", 0) >= 2, output
+    assert sum(after.values()) == sum(before.values()), "the fix must not add or drop tests"
+
+
+@pytest.mark.parametrize("task", by_name(TASKS))
+def test_the_prompt_does_not_give_the_fix_away(task: Task):
+    patch = task.fix_patch.read_text(encoding="utf-8")
+    added = [
+        line[1:].strip()
+        for line in patch.splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+    ]
+    assert [line for line in added if len(line) >= 6 and line in task.prompt] == []
+
+
+def occurrences(text: str, part: str) -> int:
+    """How often `part` occurs in `text`, overlaps included."""
+    return sum(1 for start in range(len(text)) if text.startswith(part, start))
+
+
+@pytest.mark.parametrize("task", by_name(TASKS))
+def test_fix_edits_are_unique_in_the_pristine_files(task: Task):
+    edits = fix_edits(task)
+    assert edits
+    for edit in edits:
+        if edit.old_text:  # an empty old_text creates a file
+            text = (task.repo / edit.path).read_text(encoding="utf-8")
+            assert occurrences(text, edit.old_text) == 1, edit
+
+
+@pytest.mark.parametrize("task", by_name(TASKS))
+def test_task_metadata_and_project_layout(task: Task):
+    assert task.metadata["difficulty"] in ("easy", "medium", "hard")
+    assert task.metadata["kind"]
+    # A pytest.ini of its own keeps pytest from reading the configuration of a project
+    # the copy happens to sit in (this repository's addopts, for one).
+    assert (task.repo / "pytest.ini").is_file()
+    assert list(task.repo.rglob("test_*.py"))
+
+
+def test_the_suite_varies_in_difficulty():
+    levels = {task.metadata["difficulty"] for task in TASKS}
+    assert levels == {"easy", "medium", "hard"}
+
+
+# --- the loader: malformed task folders -----------------------------------------------
+
+CALC = "def double(x):\n    return x + 2\n"
+CALC_PATCH = """\
+diff --git a/calc.py b/calc.py
+index 0f2c9a1..5d0e8b3 100644
+--- a/calc.py
++++ b/calc.py
+@@ -1,2 +1,2 @@
+ def double(x):
+-    return x + 2
++    return x * 2
+"""
+CUT_PATCH = "".join(CALC_PATCH.splitlines(keepends=True)[:-1])  # the hunk misses a line
+ESCAPING_PATCH = CALC_PATCH.replace("/calc.py", "/../calc.py")
+DELETING_PATCH = """\
+--- a/calc.py
++++ /dev/null
+@@ -1,2 +0,0 @@
+-def double(x):
+-    return x + 2
+"""
+TASK_JSON = {"prompt": "double(3) 返回 5", "test_command": "python -m pytest -q", "timeout_s": 30}
+
+
+def make_task(folder: Path, **fields: object) -> Path:
+    """A small valid task folder; `fields` change task.json."""
+    (folder / "repo").mkdir(parents=True)
+    (folder / "repo" / "calc.py").write_text(CALC, encoding="utf-8")
+    (folder / "task.json").write_text(json.dumps({**TASK_JSON, **fields}), encoding="utf-8")
+    (folder / "fix.patch").write_text(CALC_PATCH, encoding="utf-8")
+    return folder
+
+
+def write(name: str, content: str | bytes) -> Callable[[Path], object]:
+    def change(folder: Path) -> object:
+        path = folder / name
+        return path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
+
+    return change
+
+
+def set_field(name: str, value: object) -> Callable[[Path], object]:
+    return write("task.json", json.dumps({**TASK_JSON, name: value}))
+
+
+def drop_field(name: str) -> Callable[[Path], object]:
+    return write("task.json", json.dumps({k: v for k, v in TASK_JSON.items() if k != name}))
+
+
+BROKEN = [
+    # (id, how the good task is broken, file named in the error, what the error says)
+    ("no-task-json", lambda f: (f / "task.json").unlink(), "task.json", "找不到 task.json"),
+    ("invalid-json", write("task.json", '{"prompt": "x",}'), "task.json", "不是合法的 JSON"),
+    ("json-list", write("task.json", "[1, 2]"), "task.json", "现在是数组"),
+    ("missing-prompt", drop_field("prompt"), "task.json", '缺少字段 "prompt"'),
+    ("missing-timeout", drop_field("timeout_s"), "task.json", '缺少字段 "timeout_s"'),
+    ("blank-prompt", set_field("prompt", "  "), "task.json", '"prompt" 应当是非空字符串'),
+    ("command-is-list", set_field("test_command", ["pytest"]), "task.json", "现在是数组"),
+    ("timeout-is-text", set_field("timeout_s", "60"), "task.json", '"timeout_s" 应当是正数'),
+    ("timeout-is-bool", set_field("timeout_s", True), "task.json", "现在是布尔值"),
+    ("timeout-zero", set_field("timeout_s", 0), "task.json", '"timeout_s" 应当是正数'),
+    ("unbalanced-quote", set_field("test_command", "pytest -k 'x"), "task.json", "引号"),
+    ("no-repo", lambda f: shutil.rmtree(f / "repo"), "repo", "找不到 repo/"),
+    ("patch-not-utf8", write("fix.patch", b"\xff\xfe\x00"), "fix.patch", "读不出这个补丁"),
+    ("patch-is-prose", write("fix.patch", "把 + 改成 *\n"), "fix.patch", "没有任何文件改动"),
+    ("patch-cut-short", write("fix.patch", CUT_PATCH), "fix.patch", "不是有效的统一 diff"),
+    ("patch-stale", write("repo/calc.py", "def double(y):\n    return y\n"), "fix.patch", "找不到"),
+    ("patch-leaves-repo", write("fix.patch", ESCAPING_PATCH), "fix.patch", "相对路径"),
+    ("patch-deletes", write("fix.patch", DELETING_PATCH), "fix.patch", "删除"),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "file", "says"), [pytest.param(*row[1:], id=row[0]) for row in BROKEN]
+)
+def test_a_broken_task_names_its_file(tmp_path: Path, change, file: str, says: str):
+    folder = make_task(tmp_path / "broken")
+    change(folder)
+    with pytest.raises(TaskError) as caught:
+        load_task(folder)
+    message = str(caught.value)
+    assert str(folder / file) in message
+    assert says in message
+    assert isinstance(caught.value, ValueError)
+
+
+def test_a_good_task_loads(tmp_path: Path):
+    task = load_task(make_task(tmp_path / "calc", timeout_s=5, difficulty="easy"))
+    assert task.name == "calc"
+    assert task.prompt == "double(3) 返回 5"
+    assert task.timeout_s == 5.0
+    assert task.fix_patch == tmp_path / "calc" / "fix.patch"
+    assert task.metadata == {"difficulty": "easy"}
+
+
+def test_the_fix_patch_is_optional(tmp_path: Path):
+    folder = make_task(tmp_path / "calc")
+    (folder / "fix.patch").unlink()
+    task = load_task(folder)
+    assert task.fix_patch is None
+    with pytest.raises(TaskError, match="fix.patch"):
+        fix_edits(task)
+
+
+def test_one_broken_task_does_not_stop_the_suite(tmp_path: Path):
+    make_task(tmp_path / "a_good")
+    make_task(tmp_path / "b_broken")
+    (tmp_path / "b_broken" / "task.json").write_text("{", encoding="utf-8")
+    make_task(tmp_path / "c_good")
+    (tmp_path / "README.md").write_text("# 任务集\n", encoding="utf-8")
+    (tmp_path / "__pycache__").mkdir()
+    tasks, errors = load_suite(tmp_path)
+    assert [task.name for task in tasks] == ["a_good", "c_good"]
+    assert len(errors) == 1
+    assert str(tmp_path / "b_broken" / "task.json") in str(errors[0])
+
+
+# --- patches, copies and commands ----------------------------------------------------
+
+NEW_FILE_PATCH = """\
+diff --git a/pkg/util.py b/pkg/util.py
+new file mode 100644
+index 0000000..e69de29
+--- /dev/null
++++ b/pkg/util.py
+@@ -0,0 +1,2 @@
++def triple(x):
++    return 3 * x
+"""
+NO_NEWLINE_PATCH = """\
+diff --git a/f.txt b/f.txt
+--- a/f.txt
++++ b/f.txt
+@@ -1,2 +1,2 @@
+ one
+-two
+\\ No newline at end of file
++three
+\\ No newline at end of file
+"""
+
+
+def test_a_hunk_becomes_one_exact_edit(tmp_path: Path):
+    (tmp_path / "calc.py").write_text(CALC, encoding="utf-8")
+    edits = patch_edits(CALC_PATCH, tmp_path)
+    assert edits == [FileEdit("calc.py", CALC, "def double(x):\n    return x * 2\n")]
+    apply_edits(edits, tmp_path)
+    assert (tmp_path / "calc.py").read_text(encoding="utf-8") == edits[0].new_text
+
+
+def test_a_new_file_is_one_edit_from_nothing(tmp_path: Path):
+    edits = patch_edits(NEW_FILE_PATCH, tmp_path)
+    assert edits == [FileEdit("pkg/util.py", "", "def triple(x):\n    return 3 * x\n")]
+    apply_edits(edits, tmp_path)
+    assert (tmp_path / "pkg" / "util.py").read_text(encoding="utf-8") == edits[0].new_text
+    with pytest.raises(TaskError, match="已经存在"):
+        patch_edits(NEW_FILE_PATCH, tmp_path)
+
+
+def test_no_newline_at_end_of_file(tmp_path: Path):
+    (tmp_path / "f.txt").write_bytes(b"one\ntwo")
+    edits = patch_edits(NO_NEWLINE_PATCH, tmp_path)
+    assert edits == [FileEdit("f.txt", "one\ntwo", "one\nthree")]
+    apply_edits(edits, tmp_path)
+    assert (tmp_path / "f.txt").read_bytes() == b"one\nthree"
+
+
+def test_an_edit_that_matches_twice_is_refused(tmp_path: Path):
+    (tmp_path / "calc.py").write_text(CALC + "\n" + CALC, encoding="utf-8")
+    with pytest.raises(TaskError, match="不止一次"):
+        patch_edits(CALC_PATCH, tmp_path)
+
+
+def test_nothing_is_written_when_an_edit_fails(tmp_path: Path):
+    (tmp_path / "calc.py").write_text(CALC, encoding="utf-8")
+    edits = [*patch_edits(CALC_PATCH), FileEdit("calc.py", "no such text", "x")]
+    with pytest.raises(TaskError, match="找不到"):
+        apply_edits(edits, tmp_path)
+    assert (tmp_path / "calc.py").read_text(encoding="utf-8") == CALC
+
+
+def test_copy_repo_leaves_caches_behind(tmp_path: Path):
+    task = load_task(make_task(tmp_path / "calc"))
+    (task.repo / "__pycache__").mkdir()
+    (task.repo / "__pycache__" / "calc.cpython-311.pyc").write_bytes(b"\0")
+    (task.repo / ".pytest_cache").mkdir()
+    copy = copy_repo(task, tmp_path / "copy")
+    assert sorted(path.name for path in copy.iterdir()) == ["calc.py"]
+    assert apply_fix(task, copy) == patch_edits(CALC_PATCH)
+    assert (task.repo / "calc.py").read_text(encoding="utf-8") == CALC  # the original is untouched
+
+
+def test_command_env_is_clean():
+    env = command_env({"PATH": "/bin", "PYTHONPATH": "/course", "PYTEST_ADDOPTS": "--nbval"})
+    assert env == {
+        "PATH": "/bin",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
+
+
+@pytest.mark.parametrize(
+    ("command", "argv"),
+    [
+        ("python -m pytest -q", [sys.executable, "-m", "pytest", "-q"]),
+        ("python3 -m pytest", [sys.executable, "-m", "pytest"]),
+        ("pytest -k 'not slow'", ["pytest", "-k", "not slow"]),
+    ],
+    ids=["python", "python3", "other"],
+)
+def test_command_argv_uses_this_python(tmp_path: Path, command: str, argv: list[str]):
+    task = load_task(make_task(tmp_path / "calc", test_command=command))
+    assert command_argv(task) == argv

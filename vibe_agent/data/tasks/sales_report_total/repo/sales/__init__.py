@@ -1,0 +1,1 @@
+"""Monthly sales reports from the shop's CSV export."""
