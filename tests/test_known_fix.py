@@ -1,0 +1,68 @@
+"""The reference model on coding tasks: it replays the known fix through the real tools,
+and the tests (not its words) say whether the bug is fixed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vibe_agent.coding import coding_registry, snapshot, workspace_diff
+from vibe_agent.course.known_fix import KNOWN_FIX_MODEL_NAME, known_fix_model, known_fix_plan
+from vibe_agent.course.tasks import apply_fix, copy_repo, fix_edits, load_suite
+from vibe_agent.loop import StopReason, run_agent
+from vibe_agent.sandbox import run_in_sandbox
+from vibe_agent.tools import demo_registry
+
+TASKS, _ = load_suite()
+BY_NAME = {task.name: task for task in TASKS}
+
+
+def run(task_name: str, workspace: Path, question: str | None = None):
+    task = BY_NAME[task_name]
+    model = known_fix_model(TASKS)
+    return run_agent(model.client(), question or task.prompt, coding_registry(workspace),
+                     model=KNOWN_FIX_MODEL_NAME, max_iters=12), model
+
+
+@pytest.mark.parametrize("name", ["weather_fahrenheit", "login_username_case"])
+def test_fails_before_passes_after_with_a_diff(name: str, tmp_path: Path) -> None:
+    task = BY_NAME[name]
+    workspace = copy_repo(task, tmp_path / "ws")
+    before = snapshot(workspace)
+    assert run_in_sandbox(task.test_command, workspace, timeout=task.timeout_s).exit_code != 0
+
+    result, model = run(name, workspace)
+
+    assert result.stop_reason is StopReason.ANSWERED
+    assert run_in_sandbox(task.test_command, workspace, timeout=task.timeout_s).exit_code == 0
+    diff = workspace_diff(before, workspace)
+    assert diff.startswith("--- a/") and "+++ b/" in diff
+    used = [step.tool for step in result.trace if step.kind == "tool"]
+    assert used[0] == "run_command" and used[-1] == "run_command"
+    assert used.count("edit_file") == len(fix_edits(task))
+    assert all(step.decision == "ok" for step in result.trace if step.kind == "tool")
+    assert len(model.requests) == len(known_fix_plan(task))
+
+
+def test_a_question_that_is_not_a_task_gets_an_honest_answer(tmp_path: Path) -> None:
+    workspace = copy_repo(BY_NAME["weather_fahrenheit"], tmp_path / "ws")
+    result, _ = run("weather_fahrenheit", workspace, question="帮我写一个贪吃蛇游戏")
+    assert result.ok and "不知道" in result.answer and result.model_calls == 1
+
+
+def test_tests_that_already_pass_are_left_alone(tmp_path: Path) -> None:
+    task = BY_NAME["weather_fahrenheit"]
+    workspace = copy_repo(task, tmp_path / "ws")
+    before = snapshot(workspace)
+    apply_fix(task, workspace)
+    fixed = snapshot(workspace)
+    result, _ = run(task.name, workspace)
+    assert result.ok and "本来就全部通过" in result.answer
+    assert snapshot(workspace) == fixed != before
+
+
+def test_without_coding_tools_it_says_what_is_missing() -> None:
+    model = known_fix_model(TASKS)
+    result = run_agent(model.client(), TASKS[0].prompt, demo_registry(), model="m")
+    assert result.ok and "edit_file" in result.answer
