@@ -369,6 +369,8 @@ def numbered(calls_: list[dict[str, Any]]) -> list[dict[str, Any]]:
 replies = st.one_of(
     st.builds(says, st.text(max_size=10)),
     st.builds(lambda cs: asks(*numbered(cs)), valid_calls),  # well formed
+    st.sampled_from([asks(tool_call("ping", '{"text": "a"}')),  # one of two calls: repeats
+                     asks(tool_call("a_set", "{}"))]),  # and ping-pong come up often
     st.builds(lambda cs: asks(*cs), st.lists(calls, min_size=1, max_size=3)),  # anything goes
     st.sampled_from([
         raw("<html>x</html>", content_type="text/html"), raw("<html>x</html>"), raw("{"),
