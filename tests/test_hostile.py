@@ -227,7 +227,12 @@ FAULTS = [
     Fault("http-400", [error(400, "bad request")], StopReason.PROVIDER_ERROR, "HTTP 400"),
     Fault("http-401", [error(401, "invalid key")], StopReason.PROVIDER_ERROR, "HTTP 401"),
     Fault("http-404-html", [raw("<html>not found</html>", 404, "text/html")],
-          StopReason.PROVIDER_ERROR, "HTTP 404"),
+          StopReason.PROVIDER_ERROR, "HTTP 404 和一个 HTML 网页，不是 API 的回答：OPENAI_BASE_URL"),
+    Fault("http-502-html", [raw("<html>bad gateway</html>", 502, "text/html")],
+          StopReason.PROVIDER_ERROR, "HTTP 502 和一个 HTML 网页，不是 API 的回答。"),
+    Fault("multi-line-name", [lambda body: asks(tool_call(
+        "no\nsuch", json.dumps({"n": len(body["messages"])})))], StopReason.TOOL_ERRORS,
+          "最后一次是 no such"),
     Fault("http-429", [error(429, "slow down")], StopReason.PROVIDER_ERROR, "HTTP 429"),
     Fault("http-500", [error(500)], StopReason.PROVIDER_ERROR, "HTTP 500"),
     Fault("http-503-empty", [raw("", 503)], StopReason.PROVIDER_ERROR, "HTTP 503"),

@@ -194,7 +194,8 @@ class ToolErrorBrake:
 
 
 def shown(name: str, arguments: str) -> str:
-    return f"{name}({shorten(arguments, 80)})"
+    """A call on one short line, for stop messages: name(arguments)."""
+    return shorten(f"{name}({arguments})", 100)
 
 
 def spinning(made: list[tuple[str, str]], step: TraceStep, max_repeats: int,
@@ -257,6 +258,9 @@ def provider_failure(exc: Exception) -> str:
         return f"模型服务返回的内容不是合法的 JSON（{exc.msg}，位置 {exc.pos}）。"
     if isinstance(exc, UnicodeDecodeError):
         return "模型服务返回的内容不是 UTF-8 文本，读不了。"
+    if isinstance(exc, openai.APIStatusError) and str(exc.body).lstrip().startswith("<"):
+        hint = "：OPENAI_BASE_URL 很可能少了结尾的 /v1" if exc.status_code in (404, 405) else ""
+        return f"模型服务返回 HTTP {exc.status_code} 和一个 HTML 网页，不是 API 的回答{hint}。"
     if isinstance(exc, openai.APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
         error = body.get("error", body)
@@ -479,7 +483,7 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
                 brake = spinning(made, step, max_repeats, max_cycle)  # refused: not run
                 if not brake and errors.record(run_tool(registry, step)):
                     brake = Stop(StopReason.TOOL_ERRORS, f"工具连续失败 {errors.failures_in_a_row}"
-                                 f" 次（最后一次是 {step.tool}），已停止。")
+                                 f" 次（最后一次是 {shorten(step.tool, 60)}），已停止。")
                 stop = stop or brake
                 messages.append({"role": "tool", "tool_call_id": call.id,
                                  "content": capped(step.result or "", max_result_chars)})
