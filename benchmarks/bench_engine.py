@@ -11,6 +11,10 @@
     interpreters with `python -X importtime` (the cumulative time of the package,
     without interpreter start-up). vibe_agent imports openai, so the ratio is at
     least about 1; the last row shows what vibe_agent adds on top of the SDK.
+(c) the per-tool time limit: the median time of `registry.call` on a trivial tool
+    under the default limit (the tool runs in a worker thread the registry waits
+    for) divided by the same call with `timeout=None` (run in the caller's thread).
+    The difference is what the limit costs per tool call.
 
 Medians, not means: one slow run (a garbage collection, a busy machine) should not
 move the result. Everything runs offline in well under a minute.
@@ -27,8 +31,10 @@ from typing import Any
 from vibe_agent import ToolRegistry, run_agent
 from vibe_agent.course.scripted import Reply, ScriptedModel, answer, call, calls
 from vibe_agent.loop import DEFAULT_SYSTEM_PROMPT
+from vibe_agent.registry import DEFAULT_TIMEOUT
 
 ROUND_REPS = 200  # run_agent runs and bare create calls for (a)
+CALL_REPS = 2000  # registry calls with and without a time limit for (c)
 WARM_UP = 20
 IMPORT_RUNS = 7  # fresh interpreters per import for (b)
 MODEL = "bench-model"
@@ -86,6 +92,29 @@ def round_overhead() -> tuple[float, float]:
     return median_us(per_round), median_us(bare)
 
 
+def time_limit_overhead() -> tuple[float, float]:
+    """Median µs per registry.call of `ping` with the default time limit, and without one."""
+    limited, unlimited = ToolRegistry(), ToolRegistry()
+    limited.register(ping)  # DEFAULT_TIMEOUT
+    unlimited.register(ping, timeout=None)
+
+    def one_call(registry: ToolRegistry) -> float:
+        started = time.perf_counter()
+        result = registry.call("ping", "{}")
+        elapsed = time.perf_counter() - started
+        assert result.output == "pong", result.output
+        return elapsed
+
+    for _ in range(WARM_UP):
+        one_call(limited), one_call(unlimited)
+    with_limit: list[float] = []
+    without: list[float] = []
+    for _ in range(CALL_REPS):  # interleaved, so drift hits both sides alike
+        with_limit.append(one_call(limited))
+        without.append(one_call(unlimited))
+    return median_us(with_limit), median_us(without)
+
+
 def cumulative_import_ms(code: str, module: str) -> float:
     """Run `code` in a fresh interpreter with -X importtime; `module`'s cumulative ms."""
     done = subprocess.run([sys.executable, "-X", "importtime", "-c", code],
@@ -119,6 +148,7 @@ def table(rows: list[tuple[str, str]]) -> str:
 
 def main() -> None:
     agent_us, bare_us = round_overhead()
+    limited_us, unlimited_us = time_limit_overhead()
     imports = import_costs()
     print(f"(a) per-round overhead, median of {ROUND_REPS} runs (scripted transport)")
     print(table([
@@ -134,6 +164,14 @@ def main() -> None:
         ("ratio vibe_agent / openai", f"{imports['vibe_agent'] / imports['openai']:9.2f} x"),
         ("vibe_agent's own share", f"{imports['vibe_agent after openai']:9.1f} ms"
                                    "  (imported after openai)"),
+    ]))
+    print()
+    print(f"(c) per-tool time limit, median of {CALL_REPS} registry calls of a trivial tool")
+    print(table([
+        (f"timeout={DEFAULT_TIMEOUT:g} s (worker thread)", f"{limited_us:9.1f} us"),
+        ("timeout=None (caller's thread)", f"{unlimited_us:9.1f} us"),
+        ("ratio with / without the limit", f"{limited_us / unlimited_us:9.2f} x"),
+        ("added per tool call", f"{limited_us - unlimited_us:9.1f} us"),
     ]))
 
 

@@ -255,7 +255,7 @@ replies = st.one_of(
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(script=st.lists(replies, min_size=1, max_size=12), max_iters=st.integers(1, 8),
-       max_repeats=st.integers(0, 4), max_tool_errors=st.integers(0, 4))
+       max_repeats=st.sampled_from([0, 2, 3, 4]), max_tool_errors=st.integers(0, 4))
 def test_any_script_stays_within_the_contract(script, max_iters, max_repeats, max_tool_errors):
     model = ScriptedModel(script + [answer("fallback")] * max_iters)
     result = run(model, max_iters=max_iters, max_repeats=max_repeats,
@@ -329,3 +329,193 @@ def test_a_reply_cut_off_by_max_tokens_is_visible_in_the_trace():
     result = run(model)
     assert result.trace[0].finish_reason == "length"
     assert "[cut off by max_tokens]" in result.trace.render()
+
+
+# ---------------------------------------------------------------------------
+# The brakes in lesson 05's words, and the cycle brake
+# ---------------------------------------------------------------------------
+
+A = ("calculator", '{"expression": "17 * 23"}')
+A_REORDERED = ("calculator", '{ "expression":"17 * 23" }')
+B = ("current_time", '{"timezone": "UTC"}')
+C = ("calculator", '{"expression": "2 * 3"}')
+BROKEN = ("calculator", '{"expression": ')
+HUGE = ("calculator", "9" * 5000)
+DEEP = ("calculator", "[" * 100_000)
+
+
+@pytest.mark.parametrize(("previous", "this", "limit", "expected"), [
+    ([], A, 3, False),
+    ([A, A], A, 3, True),
+    ([A], A, 3, False),
+    ([A], A_REORDERED, 2, True),
+    ([A, B], A, 2, False),
+    ([A, A, A, A], A, 3, True),
+    ([A, A], A, 0, False),
+    ([BROKEN, BROKEN], BROKEN, 3, True),
+    ([HUGE, HUGE], HUGE, 3, True),
+    ([DEEP], DEEP, 2, True),
+], ids=["first", "third-in-a-row", "second", "same-after-canonicalising", "interrupted",
+        "long-run", "off", "invalid-json", "int-too-long", "nesting-too-deep"])
+def test_is_repeat(previous, this, limit, expected):
+    from vibe_agent.loop import is_repeat
+
+    assert is_repeat(previous, *this, limit) is expected
+
+
+@pytest.mark.parametrize(("previous", "this", "longest", "cycle"), [
+    ([A, B, A], B, 3, [A, B]),
+    ([A, B, C, A, B], C, 3, [A, B, C]),
+    ([A, B, C, A, B], C, 2, []),
+    ([A, B, A], B, 0, []),
+    ([A, A, A], A, 3, []),
+    ([A, A, B], A, 3, []),
+    ([A, B], A, 3, []),
+    ([B, A, B, A_REORDERED], B, 2, [A_REORDERED, B]),
+    ([A, A, B, A, A], B, 3, [A, A, B]),
+    ([HUGE, DEEP, HUGE], DEEP, 2, [HUGE, DEEP]),
+], ids=["ping-pong", "three-calls", "three-but-longest-2", "off", "one-call-is-a-repeat",
+        "lesson-05-list-is-progress", "not-yet-twice", "canonical-arguments",
+        "cycle-with-a-repeat-inside", "unparsable-arguments"])
+def test_find_cycle(previous, this, longest, cycle):
+    from vibe_agent.loop import find_cycle
+
+    assert find_cycle(previous, *this, longest) == cycle
+
+
+def test_tool_error_brake_counts_failures_in_a_row():
+    from vibe_agent.loop import ToolErrorBrake
+
+    brake = ToolErrorBrake(3)
+    assert [brake.record(ok) for ok in (False, False, True, False, False, False)] == [
+        False, False, False, False, False, True]
+    assert not any(ToolErrorBrake(0).record(False) for _ in range(5))
+
+
+def ping_pong(period: int):
+    """A scripted policy that goes round `period` different calls forever."""
+    def policy(body):
+        step = sum(m["role"] == "assistant" for m in body["messages"]) % period
+        return calls(call("calculator", {"expression": f"{step} + 1"}))
+    return policy
+
+
+# (policy, settings, stop reason, requests sent)
+CYCLE_MATRIX = [
+    (ping_pong(2), {}, StopReason.CYCLE, 4),
+    (ping_pong(3), {}, StopReason.CYCLE, 6),
+    (ping_pong(3), {"max_iters": 8, "max_cycle": 2}, StopReason.MAX_ITERS, 8),
+    (ping_pong(2), {"max_cycle": 0}, StopReason.MAX_ITERS, 6),
+    (ping_pong(4), {"max_iters": 10}, StopReason.MAX_ITERS, 10),
+]
+
+
+@pytest.mark.parametrize(("policy", "options", "reason", "requests"), CYCLE_MATRIX,
+                         ids=["period-2", "period-3", "period-3-not-looked-for", "off",
+                              "period-4-too-long"])
+def test_cycle_brake(policy, options, reason, requests):
+    model = ScriptedModel(policy)
+    result = run(model, **options)
+    assert (result.stop_reason, len(model.requests)) == (reason, requests)
+    if reason is StopReason.CYCLE:
+        refused = result.trace[-2]
+        assert refused.decision == "cycle" and refused.result.startswith("Error:")
+        assert "not run again" in result.messages[-1]["content"]
+        assert "来回打转" in result.message and "calculator" in result.message
+
+
+def test_a_cycle_inside_parallel_calls_is_caught_and_every_call_answered():
+    a, b = call("calculator", {"expression": "1 + 1"}), call("current_time", {})
+    model = ScriptedModel([calls(a, b), calls(a, b, call("calculator", {"expression": "2 * 2"}))])
+    result = run(model)
+    assert result.stop_reason is StopReason.CYCLE and len(model.requests) == 2
+    decisions = [s.decision for s in result.trace if s.kind == "tool"]
+    assert decisions == ["ok", "ok", "ok", "cycle", "ok"]  # the deferred stop: all answered
+    assert [m["role"] for m in result.messages][-3:] == ["tool"] * 3
+
+
+@pytest.mark.parametrize(("max_repeats", "requests", "said"), [
+    (2, 2, "already made 1 time in a row"),
+    (3, 3, "already made 2 times in a row"),
+    (4, 4, "already made 3 times in a row"),
+], ids=["2", "3", "4"])
+def test_the_nth_identical_call_is_refused(max_repeats, requests, said):
+    model = misbehaving("repeat_forever")
+    result = run(model, max_repeats=max_repeats)
+    assert (result.stop_reason, len(model.requests)) == (StopReason.REPEATED_CALL, requests)
+    assert said in result.messages[-1]["content"]
+    assert f"连续出现 {max_repeats} 次" in result.message
+    assert [s.decision for s in result.trace if s.kind == "tool"][-1] == "repeated_call"
+
+
+@pytest.mark.parametrize(("options", "match"), [
+    ({"max_repeats": 1}, "1 would refuse every call"),
+    ({"max_repeats": -1}, "use 0 \\(off\\) or 2 or more"),
+    ({"max_cycle": 1}, "a cycle has 2 or more calls"),
+    ({"max_tool_errors": -1}, "0 \\(off\\) or more"),
+    ({"max_result_chars": -5}, "0 \\(off\\) or more"),
+    ({"max_iters": 0}, "cannot be switched off"),
+], ids=["repeats-1", "repeats-negative", "cycle-1", "tool-errors-negative",
+        "result-chars-negative", "max-iters-0"])
+def test_brake_settings_that_are_harness_bugs_raise(options, match):
+    model = reference_model()
+    with pytest.raises(ValueError, match=match):
+        run(model, **options)
+    assert model.requests == []
+
+
+# ---------------------------------------------------------------------------
+# What the trace and the result derive from each other
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["no_choices", "http_429", "http_500", "repeat_forever",
+                                  "parallel_calls", "omits_usage"])
+def test_model_calls_are_the_model_steps_of_the_trace(name):
+    model = misbehaving(name)
+    result = run(model)
+    model_steps = [s for s in result.trace if s.kind == "model"]
+    assert result.model_calls == len(model_steps) == len(model.requests) == len(result.usage)
+
+
+def test_a_failed_model_call_is_a_model_step_without_usage():
+    model = ScriptedModel([calls(call("calculator", {"expression": "1 + 2"}),
+                                 usage=usage_of(50, 5)), http_error(500)])
+    result = run(model)
+    assert [s.decision for s in result.trace] == ["tool_calls", "ok", "error", "provider_error"]
+    assert result.usage == [usage_of(50, 5), None] and result.total_tokens is None
+
+
+def test_the_responding_model_is_recorded_and_shown_when_it_differs():
+    model = ScriptedModel([answer("fallback says hi")])
+    original = model.completion
+
+    def from_a_fallback(name, reply):
+        return original(name, reply) | {"model": "fallback-model"}
+
+    model.completion = from_a_fallback
+    result = run(model)
+    assert result.trace[0].model == "fallback-model"
+    assert "[model fallback-model]" in result.trace.render()
+    same = run(ScriptedModel([answer("hi")]))
+    assert same.trace[0].model == MODEL and "[model" not in same.trace.render()
+
+
+@pytest.mark.parametrize(("max_result_chars", "sent"), [
+    (20_000, 20_000), (100, 100), (0, 30_000)], ids=["default", "small", "off"])
+def test_a_long_tool_result_is_cut_in_the_history_only(max_result_chars, sent):
+    registry = ToolRegistry()
+
+    @registry.tool
+    def long_text() -> str:
+        """Return 30,000 characters."""
+        return "y" * 30_000
+
+    model = ScriptedModel([calls(call("long_text")), answer("ok")])
+    result = run_agent(model.client(), "long?", registry, model=MODEL,
+                       max_result_chars=max_result_chars)
+    content = model.requests[1]["messages"][-1]["content"]
+    assert content.startswith("y" * sent) and not content.startswith("y" * (sent + 1))
+    if max_result_chars:
+        assert f"showing the first {sent} of 30000 characters, {30_000 - sent} cut" in content
+    assert len(result.trace[1].result) == 30_000

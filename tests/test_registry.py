@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import contextvars
 import json
+import threading
+import time
 from typing import Literal, Optional
 
 import pytest
 
-from vibe_agent.registry import ToolDefinitionError, ToolRegistry, function_to_tool, json_type
+from vibe_agent.registry import (
+    DEFAULT_TIMEOUT,
+    ToolDefinitionError,
+    ToolRegistry,
+    ToolTimeout,
+    function_to_tool,
+    json_type,
+)
 
 
 def add(a: int, b: int = 2) -> str:
@@ -274,3 +284,155 @@ def test_a_tool_answering_with_error_text_counts_as_a_failure():
 
     assert reg.call("divide", {"a": 1, "b": 0}).error_kind == "tool_error"
     assert reg.call("divide", {"a": 1, "b": 2}).ok
+
+
+# ---------------------------------------------------------------------------
+# Argument text that crashes a parser, and results that are not text
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("arguments", "kind", "hint"), [
+    ("[" * 100_000, "invalid_json", "nested too deeply"),
+    ('{"a": ' + "9" * 5000 + "}", "invalid_json", "too large"),
+    ('{"a": "' + "x" * 1_000_000 + '"}', "bad_arguments", "got str \"xxx"),
+    ("[" * 900 + "]" * 900, "bad_arguments", "must be a JSON object"),
+    ("", "bad_arguments", "missing required argument 'a'"),
+    (None, "bad_arguments", "missing required argument 'a'"),
+], ids=["deep-nesting", "int-too-long", "huge-wrong-type", "deep-but-parsable", "empty", "null"])
+def test_arguments_that_crash_a_parser_become_text(registry, arguments, kind, hint):
+    result = registry.call("add", arguments)
+    assert (result.error_kind, result.output.startswith("Error:")) == (kind, True)
+    assert hint in result.output and len(result.output) < 500
+
+
+class Opaque:
+    """Neither text nor JSON data."""
+
+
+def _circular() -> list:
+    loop: list = []
+    loop.append(loop)
+    return loop
+
+
+@pytest.mark.parametrize(("value", "output", "output_type", "kind"), [
+    ("text", "text", None, None),
+    ("中文".encode(), "中文", "bytes", None),
+    (b"\xff", "\ufffd", "bytes", None),
+    ({3, 1, 2}, "[1, 2, 3]", "set", None),
+    ({"a": {1, "b"}}, '{"a": ["b", 1]}', "dict", None),  # sorted by repr
+    ({"raw": b"ok"}, '{"raw": "ok"}', "dict", None),
+    (None, "null", "NoneType", None),
+    (Opaque(), "returned a value of type Opaque", "Opaque", "bad_result"),
+    (_circular(), "of type list", "list", "bad_result"),
+    (10 ** 5000, "of type int", "int", "bad_result"),
+], ids=["str", "bytes", "bad-utf8", "set", "mixed-set", "bytes-inside", "none", "object",
+        "circular", "int-too-long"])
+def test_what_a_tool_returns_becomes_text_or_error_text(value, output, output_type, kind):
+    reg = ToolRegistry()
+
+    @reg.tool
+    def give() -> object:
+        """Return the value under test."""
+        return value
+
+    result = reg.call("give", "{}")
+    assert output in result.output
+    assert (result.output_type, result.error_kind) == (output_type, kind)
+
+
+# ---------------------------------------------------------------------------
+# The time limit
+# ---------------------------------------------------------------------------
+
+
+def sleeper(seconds: float) -> str:
+    """Sleep.
+
+    Args:
+        seconds: how long.
+    """
+    time.sleep(seconds)
+    return "awake"
+
+
+def test_a_late_tool_is_abandoned_with_error_text():
+    reg = ToolRegistry()
+    reg.register(sleeper, timeout=0.1)
+    started = time.perf_counter()
+    result = reg.call("sleeper", {"seconds": 3})
+    assert time.perf_counter() - started < 1
+    assert result.error_kind == "timeout" and isinstance(result.exception, ToolTimeout)
+    assert result.output.startswith("Error: tool 'sleeper' did not finish within 0.1 seconds")
+    assert reg.call("sleeper", {"seconds": 0}).output == "awake"  # in time: the result
+
+
+@pytest.mark.parametrize(("register", "timeout"), [
+    (lambda reg: reg.register(sleeper), DEFAULT_TIMEOUT),
+    (lambda reg: reg.register(sleeper, timeout=5), 5),
+    (lambda reg: reg.register(sleeper, timeout=None), None),
+    (lambda reg: reg.tool(sleeper), DEFAULT_TIMEOUT),
+    (lambda reg: reg.tool(timeout=2.5)(sleeper), 2.5),
+    (lambda reg: reg.tool(name="nap", timeout=1)(sleeper), 1),
+], ids=["register", "register-timeout", "no-limit", "decorator", "decorator-timeout",
+        "decorator-name"])
+def test_the_time_limit_is_set_per_tool(register, timeout):
+    reg = ToolRegistry()
+    assert register(reg) is sleeper  # the function comes back unchanged
+    assert reg[reg.names[0]].timeout == timeout
+    assert DEFAULT_TIMEOUT == 30
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan")], ids=["zero", "negative", "nan"])
+def test_a_time_limit_that_is_not_positive_is_a_definition_error(timeout):
+    with pytest.raises(ToolDefinitionError, match="positive number of seconds"):
+        ToolRegistry().register(sleeper, timeout=timeout)
+
+
+def test_without_a_limit_the_tool_runs_in_the_callers_thread():
+    seen = []
+
+    def where() -> str:
+        """Report the thread."""
+        seen.append(threading.current_thread())
+        return "here"
+
+    reg = ToolRegistry()
+    reg.register(where, timeout=None)
+    reg.register(where, name="limited")
+    reg.invoke("where", "{}"), reg.invoke("limited", "{}")
+    assert seen[0] is threading.current_thread()
+    assert seen[1] is not threading.current_thread() and seen[1].daemon
+
+
+def test_a_limited_tool_sees_the_callers_context_and_raises_as_before():
+    current = contextvars.ContextVar("current", default="unset")
+    current.set("from the caller")
+
+    def read_context() -> str:
+        """Read a context variable."""
+        return current.get()
+
+    reg = ToolRegistry()
+    reg.register(read_context)
+    reg.register(boom)
+    assert reg.invoke("read_context", "{}") == "from the caller"
+    assert isinstance(reg.call("boom", {"path": "x"}).exception, FileNotFoundError)
+
+
+def test_an_interrupt_inside_a_tool_is_not_swallowed():
+    def interrupted() -> str:
+        """Raise KeyboardInterrupt."""
+        raise KeyboardInterrupt
+
+    reg = ToolRegistry()
+    reg.register(interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        reg.call("interrupted", "{}")
+
+
+@pytest.mark.parametrize("name", [None, ""], ids=["null", "empty"])
+def test_a_call_without_a_name_is_an_unknown_tool(registry, name):
+    result = registry.call(name, "{}")
+    assert result.error_kind == "unknown_tool"
+    assert "has no tool name. Available tools: add, boom, kinds" in result.output

@@ -1,21 +1,32 @@
 """The agent loop: the model decides, our code executes, until no tool is called.
 
     messages = [system, user]
-    for round in 1..max_iters:                      <- brake: max rounds
-        response = model(messages, tools)           <- provider errors end the run
-        if response has no tool_calls:
-            return its content                      <- the ONLY normal exit
+    for round in 1..max_iters:                       <- brake: max rounds
+        reply = model(messages, tools)               <- a failed call or an unusable
+                                                        reply ends the run
         append the assistant message, tool_calls verbatim
+        if reply has no tool_calls:
+            return its content                       <- the ONLY normal exit
         for each tool_call:
-            result = registry.call(name, arguments) <- brake: exceptions become text
-            append {"role": "tool", "tool_call_id": id, "content": result}
-        check the brakes                            <- repeated call, failing tools
+            if it repeats a call or closes a cycle:  <- brakes: repeated call, cycle
+                result = an error text (not run)
+            else:
+                result = registry.call(name, arguments)
+                                                     <- failures, time-outs become text
+            append {"role": "tool", "tool_call_id": id, "content": result (capped)}
+        if a brake tripped this round: stop          <- also: tools failing in a row
     stop: max rounds reached
 
 The whole `messages` list is sent again every round: the model keeps no session.
-Each brake is a named `StopReason` with its own counter, raised as a `Brake`
-exception inside the loop and caught in exactly one place. A limit of 0 switches
-the repeat and tool-error brakes off; `max_iters` can never be switched off.
+Each brake is a named `StopReason` with its own limit; a limit of 0 switches the
+repeat, cycle and tool-error brakes off, while `max_iters` can never be switched
+off. A brake that trips only marks the run to stop (the local `stop`): every call
+of the reply is answered first, so the history stays valid. Then the `Stop`
+exception is raised and caught in exactly one place.
+
+The brakes have the names lesson 05 teaches: `is_repeat(previous_calls, name,
+arguments, limit)` and `ToolErrorBrake(limit).record(ok)`. `find_cycle` adds the
+ping-pong between two or three calls (A, B, A, B), which is spinning too.
 """
 
 from __future__ import annotations
@@ -23,15 +34,21 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageToolCall
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionMessage,
+    ChatCompletionMessageFunctionToolCall,
+)
+from openai.types.chat.chat_completion_message_function_tool_call import Function
+from openai.types.completion_usage import CompletionUsage
 
 from .registry import ToolRegistry
-from .trace import Trace, TraceStep
+from .trace import Trace, TraceStep, shorten
 
 DEFAULT_SYSTEM_PROMPT = (
     "你是一个会使用工具的助手。\n"
@@ -41,6 +58,7 @@ DEFAULT_SYSTEM_PROMPT = (
     "- 没有合适的工具、也无法知道答案时，直接说明你不知道，不要硬调用无关的工具。\n"
     "- 信息齐全后再给出最终回答。"
 )
+MAX_RESULT_CHARS = 20_000  # the most one tool result may put into the history
 
 
 class StopReason(StrEnum):
@@ -49,12 +67,13 @@ class StopReason(StrEnum):
     ANSWERED = "answered"
     MAX_ITERS = "max_iters"  # brake: the round limit
     REPEATED_CALL = "repeated_call"  # brake: the same call N times in a row
+    CYCLE = "cycle"  # brake: the same 2 or 3 calls going round twice (A, B, A, B)
     TOOL_ERRORS = "tool_errors"  # brake: tools kept failing
-    PROVIDER_ERROR = "provider_error"  # the model service failed (HTTP error, timeout, empty)
+    PROVIDER_ERROR = "provider_error"  # the model service failed or sent an unusable reply
 
 
-class Brake(Exception):
-    """Raised inside the loop to stop it; carries the reason and a message for people."""
+class Stop(Exception):
+    """Ends a run: a brake, or a provider failure. Carries the reason and one line for people."""
 
     def __init__(self, reason: StopReason, message: str) -> None:
         super().__init__(message)
@@ -71,170 +90,372 @@ class AgentResult:
     message: str  # one line explaining the stop
     messages: list[dict[str, Any]]
     trace: Trace
-    usage: list[dict[str, Any] | None] = field(default_factory=list)  # per model call
 
     @property
     def ok(self) -> bool:
         return self.stop_reason is StopReason.ANSWERED
 
     @property
+    def usage(self) -> list[dict[str, int] | None]:
+        """The token usage each model call reported (None where it reported none),
+        read from the trace's model steps."""
+        return [reported_usage(step) for step in self.trace if step.kind == "model"]
+
+    @property
     def model_calls(self) -> int:
-        return len(self.usage)
+        return sum(step.kind == "model" for step in self.trace)
 
     @property
     def total_tokens(self) -> int | None:
-        """Sum of the reported totals, or None if any round came without `usage`."""
-        if not self.usage or any(u is None for u in self.usage):
+        """Sum of the reported totals, or None if any call came without `usage`."""
+        usage = self.usage
+        if not usage or any(u is None for u in usage):
             return None
-        return sum(u.get("total_tokens") or 0 for u in self.usage if u)
+        return sum(u.get("total_tokens") or 0 for u in usage if u)
+
+
+def reported_usage(step: TraceStep) -> dict[str, int] | None:
+    """A model step's token counts as the API's `usage` block (None: none reported)."""
+    counts = {"prompt_tokens": step.prompt_tokens, "completion_tokens": step.completion_tokens,
+              "total_tokens": step.total_tokens}
+    return {key: value for key, value in counts.items() if value is not None} or None
+
+
+# ---------------------------------------------------------------------------
+# The brakes against spinning (lesson 05's words)
+# ---------------------------------------------------------------------------
+
+
+def call_key(name: str, arguments: str) -> str:
+    """The identity of a call for the repeat and cycle brakes: name plus canonical arguments."""
+    try:
+        canonical = json.dumps(json.loads(arguments or "{}"), sort_keys=True, ensure_ascii=False)
+    except (ValueError, RecursionError):  # not JSON, a number too long, nesting too deep
+        canonical = (arguments or "").strip()
+    return f"{name}:{canonical}"
+
+
+def is_repeat(previous_calls: list[tuple[str, str]], name: str, arguments: str,
+              limit: int) -> bool:
+    """True when this call makes `limit` identical calls in a row (limit 0: never).
+
+    Args:
+        previous_calls: (name, arguments) of every call so far, oldest first.
+        name: this call's tool name.
+        arguments: this call's argument text.
+        limit: how many identical calls in a row are refused: the limit-th is not run.
+    """
+    if limit <= 0:
+        return False
+    this, in_a_row = call_key(name, arguments), 1
+    for tool, args in reversed(previous_calls):
+        if in_a_row >= limit or call_key(tool, args) != this:
+            break
+        in_a_row += 1
+    return in_a_row >= limit
+
+
+def find_cycle(previous_calls: list[tuple[str, str]], name: str, arguments: str,
+               longest: int) -> list[tuple[str, str]]:
+    """The calls of a cycle this call completes for the second time in a row, else [].
+
+    A cycle is 2 to `longest` calls, not all the same, that come twice in a row in the
+    same order: A, B, A, B or A, B, C, A, B, C. (One call over and over is
+    `is_repeat`'s job.) `longest` 0 switches the check off.
+
+    Args:
+        previous_calls: (name, arguments) of every call so far, oldest first.
+        name: this call's tool name.
+        arguments: this call's argument text.
+        longest: the longest cycle to look for.
+    """
+    if longest < 2:
+        return []
+    calls = [*previous_calls[-(2 * longest - 1):], (name, arguments)]
+    keys = [call_key(*call) for call in calls]
+    for length in range(2, longest + 1):
+        last, before = keys[-length:], keys[-2 * length:-length]
+        if len(keys) >= 2 * length and last == before and len(set(last)) > 1:
+            return calls[-length:]
+    return []
+
+
+class ToolErrorBrake:
+    """Counts failing tool results in a row; a success resets the count (limit 0: off)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.failures_in_a_row = 0
+
+    def record(self, ok: bool) -> bool:
+        """Count one tool result; True when `limit` results in a row have failed."""
+        self.failures_in_a_row = 0 if ok else self.failures_in_a_row + 1
+        return self.limit > 0 and self.failures_in_a_row >= self.limit
+
+
+def shown(name: str, arguments: str) -> str:
+    """A call on one short line, for stop messages: name(arguments)."""
+    return shorten(f"{name}({arguments})", 100)
+
+
+def spinning(made: list[tuple[str, str]], step: TraceStep, max_repeats: int,
+             max_cycle: int) -> Stop | None:
+    """The repeat and cycle brakes for one tool call (its step), which joins `made`.
+
+    When the call must not run, the step gets the error text the model reads instead
+    of a result, and the Stop the brake asks for is returned; otherwise None.
+    """
+    name, arguments = step.tool or "", step.arguments or ""
+    stop = None
+    if is_repeat(made, name, arguments, max_repeats):
+        before = max_repeats - 1
+        stop = Stop(StopReason.REPEATED_CALL,
+                    f"同一个调用 {shown(name, arguments)} 连续出现 {max_repeats} 次，已停止。")
+        step.result = (f"Error: this exact call was already made {before} "
+                       f"time{'s' * (before > 1)} in a row; it was not run again.")
+    elif cycle := find_cycle(made, name, arguments, max_cycle):
+        path = " → ".join(shown(*call) for call in cycle)
+        stop = Stop(StopReason.CYCLE, f"调用在 {path} 之间来回打转（连续转了两圈），已停止。")
+        step.result = (f"Error: these calls go round in a cycle a second time ({path}); "
+                       "this call was not run again.")
+    made.append((name, arguments))
+    if stop:
+        step.decision = stop.reason.value
+    return stop
+
+
+# ---------------------------------------------------------------------------
+# Talking to the model: a reply is checked before the loop uses it
+# ---------------------------------------------------------------------------
 
 
 def assistant_message(message: ChatCompletionMessage) -> dict[str, Any]:
-    """The assistant's reply as a dict for `messages`, with its tool_calls verbatim."""
+    """The assistant's reply as a dict for `messages`, with its tool_calls verbatim
+    (a missing name or arguments is sent back as "" and "{}", never as null)."""
     entry: dict[str, Any] = {"role": "assistant", "content": message.content}
     if message.tool_calls:
         entry["tool_calls"] = [
             {
                 "id": call.id,
                 "type": "function",
-                "function": {"name": call.function.name, "arguments": call.function.arguments},
+                "function": {"name": call.function.name or "",
+                             "arguments": call.function.arguments or "{}"},
             }
             for call in message.tool_calls
         ]
     # Reasoning models (e.g. DeepSeek's) want their reasoning passed back unchanged.
     reasoning = (message.model_extra or {}).get("reasoning_content")
-    if reasoning:
+    if reasoning and isinstance(reasoning, str):
         entry["reasoning_content"] = reasoning
     return entry
 
 
-def call_key(name: str, arguments: str) -> str:
-    """The identity of a call for repeat detection: name plus canonical arguments."""
-    try:
-        canonical = json.dumps(json.loads(arguments or "{}"), sort_keys=True, ensure_ascii=False)
-    except json.JSONDecodeError:
-        canonical = (arguments or "").strip()
-    return f"{name}:{canonical}"
-
-
-class Brakes:
-    """The counters behind the repeat and tool-error brakes (0 switches one off)."""
-
-    def __init__(self, max_repeats: int, max_tool_errors: int) -> None:
-        self.max_repeats = max_repeats
-        self.max_tool_errors = max_tool_errors
-        self.last_key: str | None = None
-        self.repeats = 0  # how many times in a row the last call was made
-        self.tool_errors = 0  # failing tool results in a row
-        self.tripped: Brake | None = None
-
-    def is_repeat_limit(self, name: str, arguments: str) -> bool:
-        """Count this call; True when it reaches the limit (it must not run again)."""
-        key = call_key(name, arguments)
-        self.repeats = self.repeats + 1 if key == self.last_key else 1
-        self.last_key = key
-        if self.max_repeats and self.repeats >= self.max_repeats:
-            self.tripped = self.tripped or Brake(
-                StopReason.REPEATED_CALL,
-                f"同一个调用 {name}({arguments}) 连续出现 {self.repeats} 次，已停止。",
-            )
-            return True
-        return False
-
-    def count_result(self, ok: bool, name: str) -> None:
-        self.tool_errors = 0 if ok else self.tool_errors + 1
-        if self.max_tool_errors and self.tool_errors >= self.max_tool_errors:
-            self.tripped = self.tripped or Brake(
-                StopReason.TOOL_ERRORS,
-                f"工具连续失败 {self.tool_errors} 次（最后一次是 {name}），已停止。",
-            )
-
-
-def execute_call(call: ChatCompletionMessageToolCall, registry: ToolRegistry, brakes: Brakes,
-                 round_no: int) -> TraceStep:
-    """Run one tool call (unless the repeat brake blocks it); the step's `result` is the
-    text for the model's `role: "tool"` message."""
-    name, arguments = call.function.name, call.function.arguments
-    started = time.perf_counter()
-    step = TraceStep(round=round_no, kind="tool", decision="ok", tool=name,
-                     tool_call_id=call.id, arguments=arguments)
-    if brakes.is_repeat_limit(name, arguments):
-        step.decision = "repeated_call"
-        step.result = (f"Error: this exact call was already made {brakes.repeats - 1} "
-                       "times in a row; it was not run again.")
-    else:
-        result = registry.call(name, arguments)
-        brakes.count_result(result.ok, name)
-        step.result, step.decision = result.output, result.error_kind or "ok"
-        if result.exception is not None:  # the model gets text; the trace keeps the exception
-            step.error = f"{type(result.exception).__name__}: {result.exception}"
-            step.error_type = type(result.exception).__name__
-        elif not result.ok:
-            step.error = result.output
-    step.elapsed_ms = (time.perf_counter() - started) * 1000
-    return step
-
-
-def provider_failure(exc: openai.APIError) -> Brake:
-    """Turn an SDK error into a one-line stop message."""
+def provider_failure(exc: Exception) -> str:
+    """One line saying why the model service failed (an SDK error or an unreadable body)."""
+    if isinstance(exc, json.JSONDecodeError):
+        if exc.doc.lstrip().startswith("<"):
+            return HTML_PAGE
+        return f"模型服务返回的内容不是合法的 JSON（{exc.msg}，位置 {exc.pos}）。"
+    if isinstance(exc, UnicodeDecodeError):
+        return "模型服务返回的内容不是 UTF-8 文本，读不了。"
+    if isinstance(exc, openai.APIStatusError) and str(exc.body).lstrip().startswith("<"):
+        hint = "：OPENAI_BASE_URL 很可能少了结尾的 /v1" if exc.status_code in (404, 405) else ""
+        return f"模型服务返回 HTTP {exc.status_code} 和一个 HTML 网页，不是 API 的回答{hint}。"
     if isinstance(exc, openai.APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
         error = body.get("error", body)
         detail = error.get("message") if isinstance(error, dict) else None
         detail = " ".join(str(detail or exc.message).split())[:200]
-        text = f"模型服务返回 HTTP {exc.status_code}：{detail}"
-    elif isinstance(exc, openai.APITimeoutError):
-        text = "请求模型服务超时。"
-    elif isinstance(exc, openai.APIConnectionError):
-        text = f"连不上模型服务：{exc.request.url if exc.request else ''}"
-    else:
-        text = f"模型服务出错：{type(exc).__name__}: {exc}"
-    return Brake(StopReason.PROVIDER_ERROR, text)
+        return f"模型服务返回 HTTP {exc.status_code}：{detail}"
+    if isinstance(exc, openai.APITimeoutError):
+        return "请求模型服务超时。"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"连不上模型服务：{exc.request.url if exc.request else ''}"
+    return f"模型服务出错：{type(exc).__name__}: {shorten(str(exc), 200)}"
 
 
-def run_agent(
-    client: openai.OpenAI,
-    question: str,
-    registry: ToolRegistry,
-    *,
-    model: str,
-    max_iters: int = 6,
-    max_repeats: int = 3,
-    max_tool_errors: int = 3,
-    system_prompt: str = DEFAULT_SYSTEM_PROMPT,
-    temperature: float | None = 0,
-    trace: Trace | None = None,
-    on_step: Callable[[TraceStep], None] | None = None,
-    prepare: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
-    **request_options: Any,
-) -> AgentResult:
-    """Run the agent loop on one question.
+HTML_PAGE = "模型服务返回了一个 HTML 网页而不是 JSON：OPENAI_BASE_URL 很可能少了结尾的 /v1。"
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def tool_calls_problem(tool_calls: Any) -> str | None:
+    """What makes a reply's tool_calls unusable, or None. Each call must be a function
+    call with a string name and arguments (either may be missing) and an id of its own:
+    a result is matched to its call by id, so a missing or repeated id cannot be answered."""
+    if tool_calls is None:
+        return None
+    if not isinstance(tool_calls, list):
+        return "tool_calls 不是列表"
+    seen: set[str] = set()
+    for i, call in enumerate(tool_calls):
+        where = f"tool_calls[{i}]"
+        kind = getattr(call, "type", type(call).__name__)
+        if not isinstance(call, ChatCompletionMessageFunctionToolCall) or kind not in (
+                None, "function"):
+            return f"{where} 的类型是 {kind!r}，这个循环只执行 function 类型的调用"
+        if not isinstance(call.function, Function):
+            return f"{where} 里没有 function"
+        if not isinstance(call.function.name, str | None) or not isinstance(
+                call.function.arguments, str | None):
+            return f"{where} 的 function.name 和 function.arguments 必须是字符串"
+        if not isinstance(call.id, str) or not call.id.strip():
+            return f"{where} 没有 id，结果无法对应回去"
+        if call.id in seen:
+            return f"id {call.id!r} 在同一个回复里出现了两次，结果无法一一对应"
+        seen.add(call.id)
+    return None
+
+
+def read_reply(response: Any, step: TraceStep) -> ChatCompletionMessage:
+    """The reply's message once checked; fills in the model step (tokens, model, finish).
+
+    Raises:
+        Stop: PROVIDER_ERROR when the response is not a usable chat completion
+            (an HTML page, a list, no choices, no message, a strange tool call ...).
+    """
+    def unusable(problem: str) -> Stop:
+        return Stop(StopReason.PROVIDER_ERROR, f"模型服务返回的响应不能用：{problem}。")
+
+    if isinstance(response, str) and response.lstrip().startswith("<"):
+        raise Stop(StopReason.PROVIDER_ERROR, HTML_PAGE)
+    if not isinstance(response, ChatCompletion):
+        raise unusable(f"它不是 chat completion 对象，而是 {type(response).__name__} "
+                       f"{shorten(repr(response), 60)}")
+    if isinstance(response.usage, CompletionUsage):
+        step.prompt_tokens = _count(response.usage.prompt_tokens)
+        step.completion_tokens = _count(response.usage.completion_tokens)
+        step.total_tokens = _count(response.usage.total_tokens)
+    step.model = response.model if isinstance(response.model, str) else None
+    if not isinstance(response.choices, list) or not response.choices:
+        raise Stop(StopReason.PROVIDER_ERROR, "模型服务返回的响应里没有 choices。")
+    choice = response.choices[0]
+    message = getattr(choice, "message", None)
+    if not isinstance(message, ChatCompletionMessage):
+        raise unusable("choices[0] 里没有 message")
+    step.finish_reason = choice.finish_reason if isinstance(choice.finish_reason, str) else None
+    if not isinstance(message.content, str | None):
+        raise unusable("message.content 不是文本")
+    problem = tool_calls_problem(message.tool_calls)
+    if problem:
+        raise unusable(problem)
+    step.content = message.content
+    step.decision = "tool_calls" if message.tool_calls else "answer"
+    return message
+
+
+def ask_model(client: openai.OpenAI, round_no: int, record: Callable[[TraceStep], None],
+              **request: Any) -> ChatCompletionMessage:
+    """One model call, recorded as a model step; its checked message.
+
+    Raises:
+        Stop: PROVIDER_ERROR when the call failed or the reply cannot be used (the
+            model step is recorded first, with decision "error").
+    """
+    step = TraceStep(round=round_no, kind="model", decision="error")
+    started = time.perf_counter()
+    failure: Stop | None = None
+    try:
+        message = read_reply(client.chat.completions.create(**request), step)
+    except (openai.APIError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        failure = Stop(StopReason.PROVIDER_ERROR, provider_failure(exc))
+    except Stop as unusable:
+        failure = unusable
+    step.elapsed_ms = (time.perf_counter() - started) * 1000
+    record(step)
+    if failure:
+        raise failure
+    return message
+
+
+# ---------------------------------------------------------------------------
+# Running one tool call
+# ---------------------------------------------------------------------------
+
+
+def run_tool(registry: ToolRegistry, step: TraceStep) -> bool:
+    """Run a tool call (its step) through the registry, which never raises for the
+    model's mistakes, and fill in the step; True when the tool succeeded."""
+    started = time.perf_counter()
+    result = registry.call(step.tool, step.arguments)
+    step.result, step.decision = result.output, result.error_kind or "ok"
+    step.result_type = result.output_type
+    if result.exception is not None:  # the model gets text; the trace keeps the exception
+        step.error = f"{type(result.exception).__name__}: {result.exception}"
+        step.error_type = type(result.exception).__name__
+    elif not result.ok:
+        step.error = result.output
+    step.elapsed_ms = (time.perf_counter() - started) * 1000
+    return result.ok
+
+
+def capped(text: str, limit: int) -> str:
+    """At most `limit` characters of a tool result, with a note of what was cut (0: no cap)."""
+    if not limit or len(text) <= limit:
+        return text
+    return (f"{text[:limit]}\n\n[truncated by the agent loop: showing the first {limit} of "
+            f"{len(text)} characters, {len(text) - limit} cut]")
+
+
+def check_limits(max_iters: int, max_repeats: int, max_cycle: int, max_tool_errors: int,
+                 max_result_chars: int) -> None:
+    """Raise ValueError for brake settings that are a harness bug."""
+    if max_iters < 1:
+        raise ValueError("max_iters must be at least 1: the round brake cannot be switched off")
+    if max_repeats == 1 or max_repeats < 0:
+        raise ValueError(f"max_repeats={max_repeats}: the limit-th identical call in a row is "
+                         "refused, so 1 would refuse every call; use 0 (off) or 2 or more")
+    if max_cycle == 1 or max_cycle < 0:
+        raise ValueError(f"max_cycle={max_cycle}: a cycle has 2 or more calls; "
+                         "use 0 (off) or 2 or more")
+    if max_tool_errors < 0 or max_result_chars < 0:
+        raise ValueError("max_tool_errors and max_result_chars must be 0 (off) or more")
+
+
+def request_fields(registry: ToolRegistry, model: str, temperature: float | None,
+                   options: dict[str, Any]) -> dict[str, Any]:
+    """What every request carries besides `messages`; the caller's options win (e.g.
+    tool_choice="required" replaces "auto")."""
+    tools = {"tools": registry.to_schemas(), "tool_choice": "auto"} if len(registry) else {}
+    sampling = {} if temperature is None else {"temperature": temperature}
+    return {"model": model} | tools | sampling | options
+
+
+def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, model: str,
+              max_iters: int = 6, max_repeats: int = 3, max_cycle: int = 3,
+              max_tool_errors: int = 3, max_result_chars: int = MAX_RESULT_CHARS,
+              system_prompt: str = DEFAULT_SYSTEM_PROMPT, temperature: float | None = 0,
+              trace: Trace | None = None, on_step: Callable[[TraceStep], None] | None = None,
+              prepare: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
+              **request_options: Any) -> AgentResult:
+    """Run the agent loop on one question (the brakes are described at the top of the file).
 
     Args:
         client: an `openai.OpenAI` client (live, replaying, local or scripted).
         question: the user's question.
         registry: the tools the model may call.
         model: the model name sent with every request.
-        max_iters: most model calls in one run (the round brake; must be at least 1).
-        max_repeats: stop when the same call comes this many times in a row (0: off).
+        max_iters: most model calls in one run (at least 1: it cannot be switched off).
+        max_repeats: the max_repeats-th identical call in a row is refused (0: off; not 1).
+        max_cycle: 2 to max_cycle calls going round a second time are refused (0: off).
         max_tool_errors: stop after this many failing tool results in a row (0: off).
+        max_result_chars: most characters of one tool result in the history (0: no cap).
         system_prompt: the behaviour rules sent as the first message.
         temperature: sampling temperature; 0 makes runs reproducible (None: not sent).
-        trace: a Trace to append to; pass your own to keep it if an exception escapes.
+        trace: a fresh Trace to fill (yours survives an exception that escapes).
         on_step: called with every step as it happens (e.g. to print live).
-        prepare: turns the full history into what is sent each round (e.g. a trimming
-            strategy from `vibe_agent.context`); the result keeps the full history.
-        request_options: extra fields for `chat.completions.create` (e.g. max_tokens).
+        prepare: makes what is sent each round from the full history (`vibe_agent.context`).
+        request_options: more fields for `chat.completions.create` (e.g. max_tokens).
     """
-    if max_iters < 1:
-        raise ValueError("max_iters must be at least 1: the round brake cannot be switched off")
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system_prompt},
-        {"role": "user", "content": question},
-    ]
+    check_limits(max_iters, max_repeats, max_cycle, max_tool_errors, max_result_chars)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt},
+                                      {"role": "user", "content": question}]
     trace = Trace() if trace is None else trace
-    usage: list[dict[str, Any] | None] = []
-    brakes = Brakes(max_repeats, max_tool_errors)
+    trace.model, request = model, request_fields(registry, model, temperature, request_options)
+    made: list[tuple[str, str]] = []  # every call so far, for the repeat and cycle brakes
+    errors, round_no = ToolErrorBrake(max_tool_errors), 0
 
     def record(step: TraceStep) -> None:
         trace.append(step)
@@ -242,60 +463,38 @@ def run_agent(
             on_step(step)
 
     def finish(reason: StopReason, message: str, answer: str | None = None) -> AgentResult:
-        record(TraceStep(round=len(usage), kind="stop", decision=reason.value, content=message))
-        return AgentResult(answer, reason, message, messages, trace, usage)
-
-    tool_options: dict[str, Any] = {}
-    if len(registry):
-        tool_options = {"tools": registry.to_schemas(), "tool_choice": "auto"}
-    if temperature is not None:
-        request_options["temperature"] = temperature
+        record(TraceStep(round=round_no, kind="stop", decision=reason.value, content=message))
+        return AgentResult(answer, reason, message, messages, trace)
 
     try:
         for round_no in range(1, max_iters + 1):
-            # 1. call the model with the whole history
-            started = time.perf_counter()
-            try:
-                sent = prepare(messages) if prepare else messages
-                # request options win: e.g. tool_choice="required" replaces "auto"
-                response = client.chat.completions.create(
-                    model=model, messages=sent, **(tool_options | request_options)
-                )
-            except openai.APIError as exc:
-                raise provider_failure(exc) from exc
-            elapsed = (time.perf_counter() - started) * 1000
-            usage.append(response.usage.model_dump(exclude_unset=True) if response.usage else None)
-            if not response.choices:
-                raise Brake(StopReason.PROVIDER_ERROR, "模型服务返回的响应里没有 choices。")
-            choice = response.choices[0]
-            message = choice.message
-            tokens = usage[-1] or {}
-            record(TraceStep(
-                round=round_no, kind="model",
-                decision="tool_calls" if message.tool_calls else "answer",
-                content=message.content, elapsed_ms=elapsed,
-                prompt_tokens=tokens.get("prompt_tokens"),
-                completion_tokens=tokens.get("completion_tokens"),
-                finish_reason=choice.finish_reason,
-            ))
-            # 2. no tool_calls: the only normal exit (never look for "完成" in the text)
-            if not message.tool_calls:
-                messages.append(assistant_message(message))
-                return finish(StopReason.ANSWERED, "模型给出了最终回答。", message.content or "")
-            # 3. the assistant message goes back verbatim, then one tool message per call
-            messages.append(assistant_message(message))
-            for call in message.tool_calls:
-                step = execute_call(call, registry, brakes, round_no)
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": step.result})
+            # 1. call the model with the whole history (or what `prepare` makes of it)
+            sent = prepare(messages) if prepare else messages
+            reply = ask_model(client, round_no, record, messages=sent, **request)
+            # 2. the assistant message goes back verbatim; no tool_calls: the only normal exit
+            messages.append(assistant_message(reply))
+            if not reply.tool_calls:
+                return finish(StopReason.ANSWERED, "模型给出了最终回答。", reply.content or "")
+            # 3. answer every call by its id; a brake that trips only marks the run to stop
+            stop: Stop | None = None
+            for call in reply.tool_calls:
+                step = TraceStep(round=round_no, kind="tool", decision="ok", tool_call_id=call.id,
+                                 tool=call.function.name, arguments=call.function.arguments)
+                brake = spinning(made, step, max_repeats, max_cycle)  # refused: not run
+                if not brake and errors.record(run_tool(registry, step)):
+                    brake = Stop(StopReason.TOOL_ERRORS, f"工具连续失败 {errors.failures_in_a_row}"
+                                 f" 次（最后一次是 {shorten(step.tool, 60)}），已停止。")
+                stop = stop or brake
+                messages.append({"role": "tool", "tool_call_id": call.id,
+                                 "content": capped(step.result or "", max_result_chars)})
                 record(step)
-            # 4. every call is answered; now the brakes may stop the run
-            if brakes.tripped:
-                raise brakes.tripped
-        raise Brake(StopReason.MAX_ITERS, f"已达到最大轮次 {max_iters}，模型仍在调用工具。")
-    except Brake as brake:
-        return finish(brake.reason, brake.message)
+            if stop:  # 4. every call is answered: now a brake may end the run
+                raise stop
+        raise Stop(StopReason.MAX_ITERS, f"已达到最大轮次 {max_iters}，模型仍在调用工具。")
+    except Stop as ended:
+        return finish(ended.reason, ended.message)
     except Exception as exc:
         # A bug in our code or a replay miss: keep the trace complete, then let it raise.
-        record(TraceStep(round=len(usage), kind="stop", decision="exception",
+        record(TraceStep(round=round_no, kind="stop", decision="exception",
                          content=f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__))
         raise

@@ -11,16 +11,24 @@ function, and `invoke()` runs it safely:
     result:     "17 * 23 = 391"            (or error text the model can act on)
 
 The model's mistakes (unknown tool, invalid JSON, wrong arguments, a tool that
-raises) never raise here: they come back as text telling the model what to do
-next. Mistakes in *our* code, such as registering a function without a
-docstring, raise `ToolDefinitionError` at registration time.
+raises, a tool that takes too long) never raise here: they come back as text
+telling the model what to do next. Mistakes in *our* code, such as registering a
+function without a docstring, raise `ToolDefinitionError` at registration time.
+
+Every tool runs under a time limit (`DEFAULT_TIMEOUT`, or `timeout=` when it is
+registered). Python cannot kill a thread, so a tool that overruns is *abandoned*:
+it keeps running in a background (daemon) thread until it returns by itself, and
+the model gets an error text at once. A tool that starts processes must enforce
+its own limit and kill them (the coding agent's sandbox does).
 """
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import json
 import re
+import threading
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,10 +39,18 @@ class ToolDefinitionError(TypeError):
     """A function cannot be described to the model (our bug, raised at registration)."""
 
 
+DEFAULT_TIMEOUT = 30.0  # seconds a tool may run before the model is told it took too long
+
 # What went wrong; `None` means the call succeeded. "tool_error": the tool ran and
-# answered with its own "Error: ..." text (e.g. the calculator refusing 1/0).
+# answered with its own "Error: ..." text (e.g. the calculator refusing 1/0);
+# "timeout": it did not finish in time; "bad_result": it returned something that is
+# neither text nor JSON data (a bug in the tool).
 ErrorKind = Literal["unknown_tool", "invalid_json", "bad_arguments", "tool_raised",
-                    "tool_error"]
+                    "tool_error", "timeout", "bad_result"]
+
+
+class ToolTimeout(TimeoutError):
+    """A tool did not finish within its time limit (it was abandoned, not stopped)."""
 
 
 @dataclass
@@ -44,6 +60,7 @@ class ToolResult:
     output: str
     error_kind: ErrorKind | None = None
     exception: BaseException | None = None
+    output_type: str | None = None  # what the tool returned, when it was not a str
 
     @property
     def ok(self) -> bool:
@@ -58,6 +75,7 @@ class Tool:
     description: str
     parameters: dict[str, Any]
     fn: Callable[..., Any]
+    timeout: float | None = DEFAULT_TIMEOUT  # seconds; None: no limit (runs in the caller)
 
     def schema(self) -> dict[str, Any]:
         """This tool in the OpenAI `tools` format."""
@@ -140,14 +158,19 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return " ".join(summary_lines), args
 
 
-def function_to_tool(fn: Callable[..., Any], name: str | None = None) -> Tool:
+def function_to_tool(fn: Callable[..., Any], name: str | None = None,
+                     timeout: float | None = DEFAULT_TIMEOUT) -> Tool:
     """Describe a function as a tool, failing loudly when the description is incomplete.
 
     Args:
         fn: a plain function or bound method with type hints and a Google-style docstring.
         name: the name the model will use; defaults to the function's name.
+        timeout: seconds the tool may run (None: no limit).
     """
     tool_name = name or fn.__name__
+    if timeout is not None and not timeout > 0:
+        raise ToolDefinitionError(f"tool {tool_name!r}: timeout must be a positive number of "
+                                  f"seconds, or None for no limit (got {timeout!r})")
     # 1. read the docstring: the summary becomes the tool's description
     if not fn.__doc__ or not fn.__doc__.strip():
         raise ToolDefinitionError(f"tool {tool_name!r} has no docstring to describe it")
@@ -179,7 +202,8 @@ def function_to_tool(fn: Callable[..., Any], name: str | None = None) -> Tool:
         "required": required,
         "additionalProperties": False,
     }
-    return Tool(name=tool_name, description=summary, parameters=parameters, fn=fn)
+    return Tool(name=tool_name, description=summary, parameters=parameters, fn=fn,
+                timeout=timeout)
 
 
 # ---------------------------------------------------------------------------
@@ -195,10 +219,19 @@ _JSON_CHECKS: dict[str, Callable[[Any], bool]] = {
 }
 
 
+def _shown(value: Any, width: int = 100) -> str:
+    """A value as JSON for an error text, shortened (the model may send anything)."""
+    try:
+        text = json.dumps(value)
+    except (ValueError, RecursionError):  # a number too long to print, nesting too deep
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def _type_problem(name: str, value: Any, schema: dict[str, Any]) -> str | None:
     expected = schema.get("type")
     if expected and not _JSON_CHECKS[expected](value):
-        return f"'{name}' must be {expected}, got {type(value).__name__} {json.dumps(value)}"
+        return f"'{name}' must be {expected}, got {type(value).__name__} {_shown(value)}"
     if "enum" in schema and value not in schema["enum"]:
         return f"'{name}' must be one of {json.dumps(schema['enum'], ensure_ascii=False)}"
     if expected == "array" and "items" in schema:
@@ -230,11 +263,93 @@ def argument_problems(arguments: dict[str, Any], parameters: dict[str, Any]) -> 
     return problems
 
 
+def parse_arguments(arguments: str) -> Any:
+    """Decode the model's argument text; empty text means no arguments.
+
+    Raises:
+        ValueError: the text is not JSON, or a number in it is too long for Python
+            (more than 4300 digits); `json.JSONDecodeError` is a ValueError.
+        RecursionError: the JSON is nested too deeply (e.g. 100,000 `[`).
+    """
+    return json.loads(arguments) if arguments and arguments.strip() else {}
+
+
 def _signature_hint(tool: Tool) -> str:
     """A one-line reminder of the expected arguments, e.g. {"expression": string}."""
     fields = ", ".join(f'"{n}": {p.get("type", "any")}'
                        for n, p in tool.parameters["properties"].items())
     return "{" + fields + "}"
+
+
+# ---------------------------------------------------------------------------
+# Running a tool: a time limit, and text for the model
+# ---------------------------------------------------------------------------
+
+
+def run_with_time_limit(fn: Callable[..., Any], kwargs: dict[str, Any],
+                        seconds: float | None) -> Any:
+    """Call `fn(**kwargs)` and wait at most `seconds` for it (None: no limit).
+
+    The call runs in a new daemon thread (with a copy of the caller's context
+    variables). If it is still running after `seconds`, `ToolTimeout` is raised and
+    the thread is abandoned: Python cannot kill it, it ends when `fn` returns, and
+    being a daemon it never keeps the program from exiting.
+
+    Raises:
+        ToolTimeout: `fn` did not finish in time.
+        Exception: whatever `fn` raised, re-raised here.
+    """
+    if seconds is None:
+        return fn(**kwargs)
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = fn(**kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=contextvars.copy_context().run, args=(work,),
+                              name=f"tool-{getattr(fn, '__name__', 'fn')}", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise ToolTimeout(f"the tool did not finish within {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _sorted(items: set[Any] | frozenset[Any]) -> list[Any]:
+    try:
+        return sorted(items)
+    except TypeError:  # mixed types: any fixed order will do
+        return sorted(items, key=repr)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, set | frozenset):
+        return _sorted(value)
+    raise TypeError(f"{type(value).__name__} is neither text nor JSON data")
+
+
+def as_text(value: Any) -> str:
+    """What a tool returned, as text for the model.
+
+    A str is kept, bytes are decoded as UTF-8, other data (numbers, lists, dicts,
+    sets) becomes JSON.
+
+    Raises:
+        TypeError, ValueError, RecursionError: the value cannot be written as JSON
+            (an arbitrary object, a circular list, nesting too deep).
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return _json_default(value)
+    return json.dumps(value, ensure_ascii=False, default=_json_default)
 
 
 # ---------------------------------------------------------------------------
@@ -248,22 +363,34 @@ class ToolRegistry:
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
 
-    def register(self, fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:
+    def register(self, fn: Callable[..., Any], name: str | None = None, *,
+                 timeout: float | None = DEFAULT_TIMEOUT) -> Callable[..., Any]:
         """Register a function as a tool and return it unchanged.
 
         Args:
             fn: the function (its signature and docstring become the schema).
             name: the name the model will use; defaults to the function's name.
+            timeout: seconds the tool may run before the model gets an error text
+                instead of its result (None: no limit, the tool runs in the caller).
         """
-        tool = function_to_tool(fn, name)
+        tool = function_to_tool(fn, name, timeout)
         if tool.name in self._tools:
             raise ToolDefinitionError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
         return fn
 
-    def tool(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """Decorator form of `register`: `@registry.tool` above a function."""
-        return self.register(fn)
+    def tool(self, fn: Callable[..., Any] | None = None, *, name: str | None = None,
+             timeout: float | None = DEFAULT_TIMEOUT) -> Any:
+        """Decorator form of `register`: `@registry.tool` or `@registry.tool(timeout=5)`.
+
+        Args:
+            fn: the function, when used without parentheses.
+            name: the name the model will use; defaults to the function's name.
+            timeout: seconds the tool may run (None: no limit).
+        """
+        if fn is None:
+            return lambda f: self.register(f, name, timeout=timeout)
+        return self.register(fn, name, timeout=timeout)
 
     @property
     def names(self) -> list[str]:
@@ -282,7 +409,7 @@ class ToolRegistry:
         """All tools in the OpenAI `tools` format, ready for `chat.completions.create`."""
         return [tool.schema() for tool in self._tools.values()]
 
-    def invoke(self, name: str, arguments: str | dict[str, Any] | None) -> str:
+    def invoke(self, name: str | None, arguments: str | dict[str, Any] | None) -> str:
         """Run a tool the model asked for and return the text to send back.
 
         Never raises for the model's mistakes; see `call` for the details.
@@ -293,7 +420,7 @@ class ToolRegistry:
         """
         return self.call(name, arguments).output
 
-    def call(self, name: str, arguments: str | dict[str, Any] | None) -> ToolResult:
+    def call(self, name: str | None, arguments: str | dict[str, Any] | None) -> ToolResult:
         """Like `invoke`, but also returns what went wrong and the exception, for the trace.
 
         Args:
@@ -301,11 +428,12 @@ class ToolRegistry:
             arguments: the model's JSON string (or an already decoded dict).
         """
         # 1. find the tool
-        tool = self._tools.get(name)
+        tool = self._tools.get(name or "")
         if tool is None:
             available = ", ".join(self._tools) or "(none)"
+            what = f"unknown tool '{name}'" if name else "the tool call has no tool name"
             return ToolResult(
-                f"Error: unknown tool '{name}'. Available tools: {available}. "
+                f"Error: {what}. Available tools: {available}. "
                 "Call one of these, or answer without a tool.",
                 "unknown_tool",
             )
@@ -314,12 +442,20 @@ class ToolRegistry:
             args = arguments
         else:
             try:
-                args = json.loads(arguments) if arguments and arguments.strip() else {}
+                args = parse_arguments(arguments or "")
             except json.JSONDecodeError as exc:
                 return ToolResult(
                     f"Error: the arguments for '{name}' are not valid JSON ({exc.msg} at "
                     f"position {exc.pos}). Send a JSON object like {_signature_hint(tool)} "
                     "and try again.",
+                    "invalid_json",
+                    exc,
+                )
+            except (ValueError, RecursionError) as exc:  # valid JSON, too big for Python
+                what = "nested too deeply" if isinstance(exc, RecursionError) else "too large"
+                return ToolResult(
+                    f"Error: the arguments for '{name}' are {what} to read. Send a small "
+                    f"JSON object like {_signature_hint(tool)} and try again.",
                     "invalid_json",
                     exc,
                 )
@@ -337,9 +473,18 @@ class ToolRegistry:
                 f"Expected {_signature_hint(tool)}. Fix the arguments and call again.",
                 "bad_arguments",
             )
-        # 4. run it; an exception becomes text for the model, the trace keeps the exception
+        # 4. run it within its time limit; whatever goes wrong becomes text for the
+        #    model, and the trace keeps the exception
+        kwargs = {k: v for k, v in args.items() if v is not None}
         try:
-            output = tool.fn(**{k: v for k, v in args.items() if v is not None})
+            value = run_with_time_limit(tool.fn, kwargs, tool.timeout)
+        except ToolTimeout as exc:
+            return ToolResult(
+                f"Error: tool '{name}' did not finish within {tool.timeout:g} seconds, so its "
+                "result was not waited for. Try simpler arguments, or answer without it.",
+                "timeout",
+                exc,
+            )
         except Exception as exc:  # noqa: BLE001 - any tool failure goes back to the model
             return ToolResult(
                 f"Error: tool '{name}' failed with {type(exc).__name__}: {exc}. "
@@ -347,6 +492,17 @@ class ToolRegistry:
                 "tool_raised",
                 exc,
             )
-        if not isinstance(output, str):  # a tool may return data; the model reads text
-            output = json.dumps(output, ensure_ascii=False)
-        return ToolResult(output, "tool_error" if output.startswith("Error:") else None)
+        # 5. the model reads text: a tool may return data, which becomes JSON
+        kind = None if isinstance(value, str) else type(value).__name__
+        try:
+            output = as_text(value)
+        except (TypeError, ValueError, RecursionError) as exc:
+            return ToolResult(
+                f"Error: tool '{name}' returned a value of type {kind} that cannot be turned "
+                "into text (a bug in the tool). Tell the user the tool failed.",
+                "bad_result",
+                exc,
+                kind,
+            )
+        return ToolResult(output, "tool_error" if output.startswith("Error:") else None,
+                          output_type=kind)

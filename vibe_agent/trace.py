@@ -3,12 +3,14 @@
 An agent that reasons wrongly usually raises no error, so we write down every
 step and read it afterwards. There are three kinds of step:
 
-    model  one call to the model: what it decided (tool calls or an answer), tokens
+    model  one call to the model: what it decided (tool calls, an answer, or an
+           error when the provider failed), tokens, which model answered
     tool   one tool execution: name, arguments, result, error, time
     stop   why the run ended (answered, a brake, a provider error)
 
 Steps are plain dataclasses, so a trace turns into JSON for saving and into text
-for a terminal or a notebook.
+for a terminal or a notebook. The token counts live only here: `AgentResult.usage`
+is read from the model steps.
 """
 
 from __future__ import annotations
@@ -26,25 +28,36 @@ class TraceStep:
 
     round: int
     kind: StepKind
-    decision: str  # model: "tool_calls" | "answer"; tool: "ok" | error kind; stop: reason
+    # model: "tool_calls" | "answer" | "error"; tool: "ok" | an error kind | a brake
+    # ("repeated_call", "cycle"); stop: the stop reason
+    decision: str
     content: str | None = None  # model text, or the stop message
     tool: str | None = None
     tool_call_id: str | None = None
     arguments: str | None = None  # exactly as the model sent them
-    result: str | None = None  # the text the model gets back
+    result: str | None = None  # the tool's whole text (the history may hold a shortened copy)
+    result_type: str | None = None  # what the tool returned, when it was not a str ("bytes")
     error: str | None = None  # "ZeroDivisionError: division by zero"
     error_type: str | None = None  # the exception's class name, if one was raised
     elapsed_ms: float = 0.0
     prompt_tokens: int | None = None  # from the API's `usage`; None when not reported
     completion_tokens: int | None = None
+    total_tokens: int | None = None
     finish_reason: str | None = None  # model steps: "stop", "tool_calls", "length" (cut off)
+    model: str | None = None  # model steps: the model the response names (e.g. a fallback)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 class Trace(list[TraceStep]):
-    """A list of steps with JSON and text renderings."""
+    """A list of steps with JSON and text renderings.
+
+    `model` is the model the run asked for (set by `run_agent`); the text rendering
+    names a step's model only when a response came from a different one.
+    """
+
+    model: str | None = None
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps([step.to_dict() for step in self], ensure_ascii=False, indent=indent)
@@ -57,7 +70,7 @@ class Trace(list[TraceStep]):
 
     def render(self, width: int = 100) -> str:
         """Readable text, one line per step (long values shortened)."""
-        return "\n".join(render_step(step, width) for step in self)
+        return "\n".join(render_step(step, width, self.model) for step in self)
 
     def __str__(self) -> str:
         return self.render()
@@ -75,11 +88,20 @@ def _tokens(step: TraceStep) -> str:
     return f"tokens {step.prompt_tokens}+{step.completion_tokens}"
 
 
-def render_step(step: TraceStep, width: int = 100) -> str:
-    """One step as a line of text."""
+def render_step(step: TraceStep, width: int = 100, requested: str | None = None) -> str:
+    """One step as a line of text.
+
+    Args:
+        step: the step.
+        width: the longest line to aim for.
+        requested: the model the run asked for; a model step answered by another
+            model (e.g. a fallback) names it (None: never named).
+    """
     head = f"[{step.round}] {step.kind:<5}"
     if step.kind == "model":
-        what = ("→ tool_calls" if step.decision == "tool_calls" else "→ answer")
+        what = f"→ {step.decision}"
+        if requested and step.model and step.model != requested:
+            what += f" [model {step.model}]"
         if step.finish_reason == "length":
             what += " [cut off by max_tokens]"
         text = f" {shorten(step.content, width // 2)!r}" if step.content else ""
