@@ -1,0 +1,429 @@
+"""Checkers for lesson 08, the coding tools and their guards.
+
+    check_replace_once(fn)      fn(text, old, new) -> str: the text with `old` replaced, or
+                                an "Error: ..." text when `old` occurs 0 or several times
+                                (saying how many times, and on which lines)
+    check_inside_workspace(fn)  fn(root, path) -> Path | str: where `path` really is, or an
+                                "Error: ..." text when it is absolute, starts with "~" or
+                                leads out of the workspace (through ".." or a link)
+    check_my_policy(fn)         fn(action) -> True | False | reason: allows writes,
+                                `python -m pytest ...` and `ls ...`, refuses everything else
+
+Each checker runs the learner's function on a table of cases; a failing case names the
+typical mistake it reveals. One or two cases of each table are made up afresh on every
+run (random names and places), so an answer that only knows the fixed cases fails them.
+`check_inside_workspace` builds a small folder tree with links in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+import tempfile
+from collections.abc import Callable
+from pathlib import Path, PurePath
+from typing import Any
+
+from ...sandbox import Action
+from . import Problem, Report, Verdict, _where
+from . import fail as _fail
+from . import short as _short
+
+
+def _attempt(fn: Callable[..., Any], *args: Any) -> tuple[Any, BaseException | None]:
+    """Call the learner's function: (result, None) or (None, the exception it raised).
+
+    NotImplementedError passes through: `Report` turns it into "还没完成".
+    """
+    try:
+        return fn(*args), None
+    except NotImplementedError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - explained to the learner with the case's hint
+        return None, exc
+
+
+def _raised(exc: BaseException, hint: str) -> Problem:
+    return f"你的代码抛出了 {type(exc).__name__}: {exc}{_where(exc)}", hint
+
+
+def _word(rng: random.Random) -> str:
+    """A fresh lowercase name without digits (digits would blur line numbers in messages)."""
+    return "".join(rng.choice(string.ascii_lowercase) for _ in range(8))
+
+
+FRESH = "（每次运行都不一样）"  # ends the name of a case made up afresh on each run
+HARD_CODED_HINT = ("这一项的输入每次运行都不一样：不要照着检查器的例子写死答案，"
+                   "要让函数对任何输入都按规则算出结果。")
+
+
+def _judge(report: Report, name: str, problem: Problem, hint: str) -> None:
+    """Fail the current case with `problem` and its own hint, else the case's hint.
+
+    A fresh case that fails after every fixed case passed points at an answer written
+    for the fixed cases: then that is the hint.
+    """
+    if problem is None:
+        return
+    message, specific = problem
+    if name.endswith(FRESH) and report.failed == 0:
+        specific = HARD_CODED_HINT
+    _fail(report, (message, specific or hint))
+
+
+# ---------------------------------------------------------------------------
+# Exercise 1: replace_once, edit_file's uniqueness rule
+# ---------------------------------------------------------------------------
+
+CART = '''\
+def price(item):
+    return item["price"]
+
+
+def total(items):
+    total = 0
+    for item in items:
+        total += price(item)
+    return total
+'''
+
+LOOPS = '''\
+"""Two loops that look alike."""
+
+
+def first(items):
+    for item in items:
+        return item
+
+
+def last(items):
+    for item in items:
+        pass
+    return item
+'''
+
+NOT_FOUND_HINT = ("old 一次都没出现时要返回以 Error: 开头的文字，说没有找到："
+                  "原样返回原文，模型会以为改好了。")
+REPLACE_ALL_HINT = ("str.replace(old, new) 会替换所有匹配：模型只想改一处，却可能改掉了好几处。"
+                    "先数一数 old 出现几次（text.count(old)），恰好 1 次才替换。")
+FIRST_ONLY_HINT = ("出现好几次时，不能替模型挑第一处来改：它想改的可能是另一处。返回 Error 文字，"
+                   "说出现了几次、在哪几行，让模型在 old 里多带几行上下文。")
+SAME_LINE_HINT = ("同一行里也可能出现好几次：数的是 old 出现的次数（text.count(old)），"
+                  "不是含有 old 的行数。")
+MANY_HINT = "出现不止 1 次时要返回以 Error: 开头的文字，说出现了几次、在哪几行。"
+COUNT_HINT = "错误文字里要写出 old 出现了几次，例如“出现了 3 次”：模型要知道自己的 old 不够独特。"
+LINES_HINT = ("错误文字里还要写出每一处在第几行，例如“第 1、5、9 行”：模型才知道该去哪里补上下文。"
+              "行号可以这样算：start = text.find(old)，行号 = text.count('\\n', 0, start) + 1，"
+              "再从 start + len(old) 接着找下一处。")
+ZERO_BASED_HINT = ("行号差了 1：行号从 1 开始（read_file 显示的就是从 1 开始的行号）。"
+                   "text.count('\\n', 0, start) 数的是 start 前面有几个换行，还要 + 1。")
+MULTILINE_HINT = ("old 可以跨好几行，逐行检查 old in line 找不到它：在整段文字里用 "
+                  "text.find(old, start) 找每一处的位置，"
+                  "再用 text.count('\\n', 0, 位置) + 1 算行号。")
+ONE_HINT = "old 恰好出现 1 次就该替换：text.replace(old, new, 1)，返回替换后的全文。"
+STR_HINT = "成功时返回改好的全文，失败时返回以 Error: 开头的一段文字：两种都是 str。"
+RAISE_TEXT_HINT = ("不要抛异常：old 不对是模型的错，返回一段 Error: 开头的文字，"
+                   "模型读到后才能改正。")
+
+
+def _lines_of(text: str, old: str) -> list[int]:
+    """The 1-based line where each non-overlapping occurrence of `old` starts."""
+    lines: list[int] = []
+    start = text.find(old)
+    while start != -1:
+        lines.append(text.count("\n", 0, start) + 1)
+        start = text.find(old, start + len(old))
+    return lines
+
+
+def _replace_cases(rng: random.Random) -> list[tuple[str, str, str, str, str]]:
+    """(case, text, old, new, hint when no typical mistake explains a failure)."""
+    name, filler = _word(rng), [f"step = '{_word(rng)}'" for _ in range(12)]
+    unique = filler[:]
+    unique.insert(rng.randrange(len(unique) + 1), f"{name} = 1")
+    many = filler[:]
+    for _ in range(rng.randint(2, 5)):
+        many.insert(rng.randrange(len(many) + 1), f"{name} = 1")
+    return [
+        ("只出现 1 次：改一行", CART, '    return item["price"]',
+         '    return item["price"] * item["count"]', ONE_HINT),
+        ("只出现 1 次：old 跨两行", CART, "    total = 0\n    for item in items:",
+         "    total = 0.0\n    for item in items:", ONE_HINT),
+        ("出现 0 次：模型多打了一个空格", CART, "return  total", "return round(total, 2)",
+         NOT_FOUND_HINT),
+        ("出现 0 次：模型把 read_file 的行号也抄了进来", CART, "   9|     return total",
+         "    return round(total, 2)", NOT_FOUND_HINT),
+        ("出现 4 次（第 5、6、8、9 行）", CART, "total", "grand_total", MANY_HINT),
+        ("同一行里出现 2 次", "cost = price + price\n", "price", "unit_price", SAME_LINE_HINT),
+        ("出现 2 次，每次都跨两行", LOOPS, "    for item in items:\n        ",
+         "    for item in reversed(items):\n        ", MULTILINE_HINT),
+        (f"随机生成的文件，只出现 1 次{FRESH}", "\n".join(unique) + "\n", f"{name} = 1",
+         f"{name} = 2", ONE_HINT),
+        (f"随机生成的文件，出现好几次{FRESH}", "\n".join(many) + "\n", f"{name} = 1",
+         f"{name} = 2", MANY_HINT),
+    ]
+
+
+def _replace_problem(text: str, old: str, new: str, got: Any) -> Problem:
+    """What is wrong with `got` as replace_once(text, old, new); None when it is right."""
+    lines = _lines_of(text, old)
+    if not isinstance(got, str):
+        return f"应该返回 str，得到 {_short(got)}", STR_HINT
+    if len(lines) == 1:
+        wanted = text.replace(old, new, 1)
+        if got == wanted:
+            return None
+        if got.startswith("Error"):
+            return f"old 恰好出现 1 次，你却返回了错误：{_short(got)}", ONE_HINT
+        return f"替换后的全文不对：期望 {_short(wanted)}，得到 {_short(got)}", ""
+    if not got.startswith("Error"):
+        if not lines:
+            return (f"old 一次都没出现，应该返回 Error: 开头的文字，得到 {_short(got)}",
+                    NOT_FOUND_HINT)
+        if got == text.replace(old, new):
+            return f"old 出现了 {len(lines)} 次，你把每一处都换掉了", REPLACE_ALL_HINT
+        if got == text.replace(old, new, 1):
+            hint = SAME_LINE_HINT if len(set(lines)) == 1 else FIRST_ONLY_HINT
+            return f"old 出现了 {len(lines)} 次，你只换掉了第一处", hint
+        return (f"old 出现了 {len(lines)} 次，应该返回 Error: 开头的文字，得到 {_short(got)}",
+                MANY_HINT)
+    if not lines:
+        return None  # any error text will do: the model learns its old is not there
+    numbers = {int(n) for n in re.findall(r"\d+", got)}
+    shown = _short(got, 160)
+    if len(lines) not in numbers:
+        return f"错误文字里没有说出现了几次（{len(lines)} 次）：{shown}", COUNT_HINT
+    missing = sorted(set(lines) - numbers)
+    if not missing:
+        return None
+    if all(line - 1 in numbers for line in lines):
+        return f"行号应该是 {lines}，你的文字里是：{shown}", ZERO_BASED_HINT
+    if "\n" in old and not numbers & set(lines):
+        return f"错误文字里找不到这几处的行号 {lines}：{shown}", MULTILINE_HINT
+    return f"错误文字里少了这几处的行号 {missing}：{shown}", LINES_HINT
+
+
+def check_replace_once(fn: Callable[[str, str, str], Any]) -> Verdict:
+    """Exercise 8.1: replace `old` only when it occurs exactly once; otherwise say why not."""
+    report = Report("练习 8.1：replace_once —— 只替换唯一的一处，否则说出现了几次、在哪几行")
+    for name, text, old, new, hint in _replace_cases(random.Random()):
+        with report.case(name):
+            got, exc = _attempt(fn, text, old, new)
+            if exc is not None:
+                _fail(report, _raised(exc, RAISE_TEXT_HINT))
+            problem = _replace_problem(text, old, new, got)
+            _judge(report, name, problem, hint)
+    return report.show()
+
+
+# ---------------------------------------------------------------------------
+# Exercise 2: inside_workspace, the path check
+# ---------------------------------------------------------------------------
+
+BASIC_HINT = ("工作区里的普通路径要放行：返回 (root / path).resolve()，"
+              "也就是解析之后的真实位置。")
+NEW_FILE_HINT = ("write_file 要写的新文件还不存在：resolve() 默认不要求文件存在（strict=False），"
+                 "不要因为文件不存在就拒绝，也不要用 resolve(strict=True)。")
+DOT_HINT = "'.' 就是工作区本身（list_files 默认就列它）：它在工作区里，要放行。"
+DOTDOT_STRING_HINT = ("不要在字符串里找 '..'：src/../app.py 还在工作区里，"
+                      "a..b.txt 只是名字里有两个点。先 (root / path).resolve() 算出真实位置，"
+                      "再用 is_relative_to 判断它在不在工作区里。")
+LINK_IN_HINT = "指向工作区里面的链接没问题：resolve() 跟到底以后还在工作区里，就放行。"
+ROOT_RESOLVE_HINT = ("工作区本身也可能是通过链接打开的（macOS 的 /tmp 就是 /private/tmp 的链接）："
+                     "root 也要 resolve()，再和 resolve() 之后的路径比较。")
+ESCAPE_HINT = ("'..' 能爬出工作区：先用 (root / path).resolve() 把 '..' 折叠掉，"
+               "再用 .is_relative_to(root.resolve()) 判断结果还在不在工作区里。")
+MIDDLE_HINT = ("'..' 不一定在开头：src/../../secret.txt 先进 src 再爬出两层。"
+               "别只看 path.startswith('..')，用 resolve() 算出真实位置再判断。")
+SIBLING_HINT = ("隔壁文件夹 ws-evil 的路径也以 .../ws 开头：str(...).startswith(str(root)) "
+                "会放它过去。用 Path 的 is_relative_to(root) 按路径的每一段比较，"
+                "而不是按字符串比较。")
+ABSOLUTE_HINT = ("绝对路径一律拒绝：先判断 Path(path).is_absolute()。"
+                 "注意 root / '/etc/passwd' 得到的就是 /etc/passwd，root 被丢掉了。")
+ABSOLUTE_INSIDE_HINT = ("绝对路径一律拒绝，哪怕它恰好指向工作区里面：沙箱里的命令看到的工作区是 "
+                        "/workspace，主机上的绝对路径对模型没有意义。只接受相对于工作区的路径。")
+TILDE_HINT = ("以 ~ 开头的路径一律拒绝：Path 不会展开 ~，可模型写 ~ 指的是家目录，"
+              "shell 也会把它展开成家目录。")
+LINK_HINT = ("链接要跟到底再判断：Path.resolve() 会跟随符号链接，os.path.abspath、"
+             "os.path.normpath 不会，它们只在字符串上折叠 '..'。")
+REFUSE_TEXT_HINT = ("拒绝时返回一段以 Error: 开头的文字，说明为什么、该怎么写："
+                    "这段文字会原样交给模型。")
+RAISE_PATH_HINT = ("不要抛异常：路径不对是模型的错，返回一段以 Error: 开头的文字，让模型改正。"
+                   "（Path.relative_to 在路径不在里面时会抛 ValueError；"
+                   "is_relative_to 只返回 True/False。）")
+TYPE_PATH_HINT = ("放行时返回一个 Path（解析之后的真实位置），"
+                  "拒绝时返回一段以 Error: 开头的文字（str）。")
+
+
+def _tree(base: Path) -> None:
+    """The checker's little world: a workspace `ws`, its neighbours, and links."""
+    root = base / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "app.py").write_text("print('hello')\n", encoding="utf-8")
+    (root / "a..b.txt").write_text("two dots in a name\n", encoding="utf-8")
+    (root / "src" / "util.py").write_text("", encoding="utf-8")
+    (base / "secret.txt").write_text("SECRET\n", encoding="utf-8")
+    (base / "ws-evil").mkdir()
+    (base / "ws-evil" / "secret.txt").write_text("SECRET\n", encoding="utf-8")
+    (root / "link_in").symlink_to("app.py")
+    (root / "link_out").symlink_to(Path("..") / "secret.txt")
+    (root / "link_dir").symlink_to(base / "ws-evil", target_is_directory=True)
+    (base / "alias").symlink_to(root, target_is_directory=True)  # the workspace, via a link
+
+
+def _path_cases(base: Path, rng: random.Random) -> list[tuple[str, str, str, str | None, str]]:
+    """(case, root folder name, path, where it leads inside `ws` or None: refuse, hint)."""
+    name, other = _word(rng), _word(rng)
+    return [
+        ("app.py", "ws", "app.py", "app.py", BASIC_HINT),
+        ("src/util.py", "ws", "src/util.py", "src/util.py", BASIC_HINT),
+        ("还不存在的新文件 src/new.py", "ws", "src/new.py", "src/new.py", NEW_FILE_HINT),
+        ("'.'：工作区本身", "ws", ".", ".", DOT_HINT),
+        ("src/../app.py：绕一下，还在里面", "ws", "src/../app.py", "app.py", DOTDOT_STRING_HINT),
+        ("a..b.txt：名字里带两个点", "ws", "a..b.txt", "a..b.txt", DOTDOT_STRING_HINT),
+        ("link_in：指向工作区里面的链接", "ws", "link_in", "app.py", LINK_IN_HINT),
+        ("工作区本身是通过链接打开的", "alias", "app.py", "app.py", ROOT_RESOLVE_HINT),
+        ("../secret.txt", "ws", "../secret.txt", None, ESCAPE_HINT),
+        ("src/../../secret.txt", "ws", "src/../../secret.txt", None, MIDDLE_HINT),
+        ("../ws-evil/secret.txt：名字也以 ws 开头的隔壁文件夹", "ws", "../ws-evil/secret.txt",
+         None, SIBLING_HINT),
+        ("绝对路径，指向工作区外面", "ws", str(base / "secret.txt"), None, ABSOLUTE_HINT),
+        ("绝对路径，恰好指向工作区里面", "ws", str(base / "ws" / "app.py"), None,
+         ABSOLUTE_INSIDE_HINT),
+        ("~/.bashrc", "ws", "~/.bashrc", None, TILDE_HINT),
+        ("link_out：指向外面的链接", "ws", "link_out", None, LINK_HINT),
+        ("link_dir/secret.txt：指向外面的文件夹链接", "ws", "link_dir/secret.txt", None, LINK_HINT),
+        (f"随机的新文件{FRESH}", "ws", f"src/{name}/{other}.py", f"src/{name}/{other}.py",
+         NEW_FILE_HINT),
+        (f"随机的逃逸路径{FRESH}", "ws", f"src/{name}/../../../secret.txt", None, MIDDLE_HINT),
+    ]
+
+
+def _path_problem(got: Any, wanted: Path | None, base: Path) -> Problem:
+    """What is wrong with `got` as inside_workspace's answer; None when it is right."""
+    def shown(value: Any) -> str:  # the checker's temporary folder is not worth showing
+        return _short(value).replace(str(base.resolve()), "…").replace(str(base), "…")
+
+    if wanted is None:
+        if isinstance(got, str) and got.startswith("Error"):
+            return None
+        if isinstance(got, str):
+            return f"拒绝时要返回以 Error: 开头的文字，得到 {shown(got)}", REFUSE_TEXT_HINT
+        if not isinstance(got, PurePath):
+            return f"应该返回 Path 或 str，得到 {shown(got)}", TYPE_PATH_HINT
+        return f"这个路径通向工作区外面，应该拒绝，你却放行了：{shown(got)}", ""
+    if isinstance(got, str):
+        return f"这个路径在工作区里面，应该放行，你却拒绝了：{shown(got)}", ""
+    if not isinstance(got, PurePath):
+        return f"应该返回 Path 或 str，得到 {shown(got)}", TYPE_PATH_HINT
+    if Path(got).resolve() != wanted:
+        return (f"放行了，但返回的位置不对：期望 {shown(wanted)}，得到 {shown(got)}",
+                "返回 (root / path).resolve()：解析之后的真实位置，工具接下来读写的就是它。")
+    return None
+
+
+def check_inside_workspace(fn: Callable[[Path, str], Any]) -> Verdict:
+    """Exercise 8.2: the real location inside the workspace, or an error text."""
+    report = Report("练习 8.2：inside_workspace —— 路径必须留在工作区里")
+    with tempfile.TemporaryDirectory(prefix="vibe-check-") as folder:
+        base = Path(folder)
+        _tree(base)
+        for name, root_name, path, inside, hint in _path_cases(base, random.Random()):
+            wanted = None if inside is None else (base / "ws" / inside).resolve()
+            with report.case(name):
+                got, exc = _attempt(fn, base / root_name, path)
+                if exc is not None:
+                    _fail(report, _raised(exc, hint if wanted is not None else RAISE_PATH_HINT))
+                problem = _path_problem(got, wanted, base)
+                _judge(report, name, problem, hint)
+    return report.show()
+
+
+# ---------------------------------------------------------------------------
+# Exercise 3: my_policy, an approval policy
+# ---------------------------------------------------------------------------
+
+ALLOW_HINT = ("python -m pytest 和 ls 要放行：用 words(command)（也就是 shlex.split）拆成词，"
+              "开头的词是 ['python', '-m', 'pytest'] 或 ['ls'] 就允许。")
+ARGS_HINT = "后面跟参数也要放行：比较的是开头几个词，不是整条命令相等。"
+WRITE_HINT = ("action.kind == 'write' 时 action.detail 是文件路径，不是命令：本练习里写入一律允许"
+              "（路径检查已经把写入限制在工作区里）。先看 action.kind，再决定怎么判断。")
+PYTHON_HINT = ("只允许 python -m pytest：只看第一个词是不是 python 不够，"
+               "python app.py、python -m pip 什么都能做。比较开头的三个词。")
+WORDS_HINT = ("按整词比较，不要用 startswith：lsblk 以 ls 开头，python -m pytest_evil 以 "
+              "python -m pytest 开头，却都是另一个程序。用 words(command)（也就是 shlex.split）"
+              "拆成词再比较。")
+LIST_HINT = "允许列表的意思是：不在列表里的命令一律拒绝（不是列一份黑名单）。"
+SUBSTRING_HINT = "看的是命令开头的程序，不是命令里有没有 pytest 这个词：echo pytest 运行的是 echo。"
+META_HINT = ("有 shell 符号就拒绝：; & | ` $ < > 和换行都能在允许的命令后面再接一条任意命令"
+             "（python -m pytest; rm -rf .），或者改写文件。先检查这些符号，再看开头的词。")
+TYPE_POLICY_HINT = ("允许时返回 True；拒绝时返回 False，或者一段说明原因的文字（str）。"
+                    "返回了 None？多半是某个分支忘了 return。")
+
+# The characters the package's allow-list refuses (vibe_agent.sandbox.SHELL_METACHARACTERS).
+META_CASES = [
+    ("python -m pytest; rm -rf .", "分号接上第二条命令"),
+    ("ls && rm -rf .", "&& 接上第二条命令"),
+    ("ls | sh", "管道"),
+    ("ls $(rm -rf .)", "$( ) 先运行括号里的命令"),
+    ("ls `rm -rf .`", "反引号先运行里面的命令"),
+    ("ls > app.py", "> 把 app.py 清空"),
+    ("ls\nrm -rf .", "换行接上第二条命令"),
+]
+
+
+def _policy_cases(rng: random.Random) -> list[tuple[str, Action, bool, str]]:
+    """(case, action, allowed?, hint)."""
+    def command(text: str) -> Action:
+        return Action("command", text)
+
+    folder, program = _word(rng), _word(rng)
+    return [
+        ("python -m pytest → 允许", command("python -m pytest"), True, ALLOW_HINT),
+        ("python -m pytest -q tests/test_cart.py → 允许", command("python -m pytest -q "
+                                                                "tests/test_cart.py"), True,
+         ARGS_HINT),
+        ("ls → 允许", command("ls"), True, ALLOW_HINT),
+        ("ls -la shop → 允许", command("ls -la shop"), True, ARGS_HINT),
+        ("写入 shop/cart.py → 允许", Action("write", "shop/cart.py"), True, WRITE_HINT),
+        ("python app.py → 拒绝", command("python app.py"), False, PYTHON_HINT),
+        ("python -m pip install requests → 拒绝", command("python -m pip install requests"), False,
+         PYTHON_HINT),
+        ("python -m pytest_evil → 拒绝", command("python -m pytest_evil"), False, WORDS_HINT),
+        ("lsblk → 拒绝", command("lsblk"), False, WORDS_HINT),
+        ("rm -rf . → 拒绝", command("rm -rf ."), False, LIST_HINT),
+        ("echo pytest → 拒绝", command("echo pytest"), False, SUBSTRING_HINT),
+        *[(f"{text!r}（{label}）→ 拒绝", command(text), False, META_HINT)
+          for text, label in META_CASES],
+        (f"ls 一个随机的文件夹 → 允许{FRESH}", command(f"ls {folder}"), True, ARGS_HINT),
+        (f"一个随机的程序 → 拒绝{FRESH}", command(f"{program} -rf ."), False, LIST_HINT),
+    ]
+
+
+def _policy_problem(got: Any, allowed: bool) -> Problem:
+    """What is wrong with the policy's answer; None when it is right."""
+    if got is True:
+        decided = True
+    elif got is False or isinstance(got, str):
+        decided = False  # a string is the reason for refusing
+    else:
+        return f"应该返回 True、False 或一段拒绝理由（str），得到 {_short(got)}", TYPE_POLICY_HINT
+    if decided == allowed:
+        return None
+    if allowed:
+        return f"应该允许，你的策略拒绝了（{_short(got)}）", ""
+    return "应该拒绝，你的策略允许了", ""
+
+
+def check_my_policy(fn: Callable[[Action], Any]) -> Verdict:
+    """Exercise 8.3: allow python -m pytest, ls and writes; refuse the rest and shell syntax."""
+    report = Report("练习 8.3：my_policy —— 只允许 python -m pytest 和 ls")
+    for name, action, allowed, hint in _policy_cases(random.Random()):
+        with report.case(name):
+            got, exc = _attempt(fn, action)
+            if exc is not None:
+                _fail(report, _raised(exc, hint))
+            problem = _policy_problem(got, allowed)
+            _judge(report, name, problem, hint)
+    return report.show()
