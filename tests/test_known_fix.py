@@ -3,12 +3,18 @@ and the tests (not its words) say whether the bug is fixed."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from vibe_agent.coding import coding_registry, snapshot, workspace_diff
-from vibe_agent.course.known_fix import KNOWN_FIX_MODEL_NAME, known_fix_model, known_fix_plan
+from vibe_agent.course.known_fix import (
+    KNOWN_FIX_MODEL_NAME,
+    known_fix_model,
+    known_fix_plan,
+    search_name,
+)
 from vibe_agent.course.tasks import apply_fix, copy_repo, fix_edits, load_suite
 from vibe_agent.loop import StopReason, run_agent
 from vibe_agent.sandbox import run_in_sandbox
@@ -40,9 +46,33 @@ def test_fails_before_passes_after_with_a_diff(name: str, tmp_path: Path) -> Non
     assert diff.startswith("--- a/") and "+++ b/" in diff
     used = [step.tool for step in result.trace if step.kind == "tool"]
     assert used[0] == "run_command" and used[-1] == "run_command"
+    assert used[1:3] == ["search_code", "read_file"]  # search, then read, before editing
     assert used.count("edit_file") == len(fix_edits(task))
     assert all(step.decision == "ok" for step in result.trace if step.kind == "tool")
     assert len(model.requests) == len(known_fix_plan(task))
+
+
+# (task, what the reference model searches for, and why that name)
+SEARCHES = [
+    ("sales_report_total", "parse_cents", "the hunk header names the function"),
+    ("progress_percent", "progress_text", "a def inside the hunk wins over the header's"),
+    ("note_tags_shared", "Note", "__init__ is skipped: the class is searched"),
+    ("config_defaults_leak", "copy", "no def above: the longest name on the removed line"),
+    ("empty_class_scores", None, "the fix only adds lines: no search"),
+]
+
+
+@pytest.mark.parametrize(("name", "expected", "why"), SEARCHES, ids=[row[0] for row in SEARCHES])
+def test_search_name(name: str, expected: str | None, why: str) -> None:
+    assert search_name(BY_NAME[name]) == expected, why
+
+
+@pytest.mark.parametrize("task", [t for t in TASKS if search_name(t)], ids=lambda t: t.name)
+def test_the_search_finds_a_file_the_fix_edits(task, tmp_path: Path) -> None:
+    workspace = copy_repo(task, tmp_path / "ws")
+    found = coding_registry(workspace).call("search_code", json.dumps(
+        {"pattern": search_name(task)})).output
+    assert any(f"{edit.path}:" in found for edit in fix_edits(task)), found
 
 
 def test_a_question_that_is_not_a_task_gets_an_honest_answer(tmp_path: Path) -> None:

@@ -99,6 +99,8 @@ def sanitize(text: str) -> str:
         pytest.param("北京时间 (UTC+08:00)", "北京时间 (UTC+08:00)", id="utc-label-kept"),
         pytest.param("round 1: 12 ms, round 2: 3.5ms", "round 1: N ms, round 2: N ms",
                      id="milliseconds"),
+        pytest.param("3 failed, 7 passed in 0.10s", "3 failed, 7 passed in N.NNs",
+                     id="pytest-duration"),
         pytest.param("<function f at 0x7f3a2b1c0d40>", "<function f at 0xADDR>", id="address"),
         pytest.param(
             "/home/me/.venv/lib/python3.11/site-packages/openai/_client.py:120: UserWarning",

@@ -5,10 +5,11 @@ ships `fix.patch`, it walks the path a careful engineer would take, one round at
 reading only what the request holds (the history decides the next step):
 
     1. run the task's test command          -> reads the output (passing already: stop)
-    2. read every file the fix touches
-    3. one edit_file call per hunk of the known fix (exact old/new text)
-    4. run the tests again
-    5. answer: what it changed, and that the tests decide whether it worked
+    2. search for the function the fix changes (named in the patch's hunk header)
+    3. read every file the fix touches
+    4. one edit_file call per hunk of the known fix (exact old/new text)
+    5. run the tests again
+    6. answer: what it changed, and that the tests decide whether it worked
 
 It proves that the harness, the tools and the loop work end to end; it proves nothing
 about any model's ability. Every place a learner sees its output says so.
@@ -16,15 +17,20 @@ about any model's ability. Every place a learner sees its output says so.
 
 from __future__ import annotations
 
+import builtins
+import keyword
+import re
 from collections.abc import Iterable
 from typing import Any
+
+from unidiff import PatchSet
 
 from .scripted import Policy, Reply, ScriptedModel, answer, call, calls, results_this_turn
 from .tasks import FileEdit, Task, fix_edits
 
 KNOWN_FIX_MODEL_NAME = "scripted-known-fix"
 KNOWN_FIX_LABEL = "参考模型重放任务自带的已知修复（fix.patch），它不推理，也不是 LLM"
-CODING_TOOLS = ("read_file", "edit_file", "run_command")
+CODING_TOOLS = ("search_code", "read_file", "edit_file", "run_command")
 
 
 def known_fix_plan(task: Task) -> list[Reply]:
@@ -33,6 +39,10 @@ def known_fix_plan(task: Task) -> list[Reply]:
     touched = list(dict.fromkeys(edit.path for edit in edits))
     plan = [calls(call("run_command", {"command": task.test_command}),
                   content="先运行测试，看看哪里失败。")]
+    name = search_name(task)
+    if name is not None:
+        plan.append(calls(call("search_code", {"pattern": name}),
+                          content=f"搜一搜 {name} 在哪里定义、在哪里用到。"))
     plan.append(calls(*(call("read_file", {"path": path}) for path in touched),
                       content="读一读相关的文件。"))
     plan.extend(calls(_edit_call(edit), content=f"修改 {edit.path}。") for edit in edits)
@@ -40,6 +50,39 @@ def known_fix_plan(task: Task) -> list[Reply]:
                       content="再运行一次测试。"))
     plan.append(answer(_summary(touched)))
     return plan
+
+
+def search_name(task: Task) -> str | None:
+    """The name the reference model searches for before reading.
+
+    The function or class around the fix's first removed line: the last `def` or
+    `class` above it inside its hunk, else the one git names in the hunk header
+    (`@@ -19,4 +20,4 @@ def parse_cents(text: str) -> int:`), else the longest name on
+    that line that is not a keyword or a builtin. Dunder methods are skipped. None
+    when the fix only adds lines.
+    """
+    if task.fix_patch is None:
+        return None
+    for patched_file in PatchSet(task.fix_patch.read_text(encoding="utf-8")):
+        for hunk in patched_file:
+            lines = [line.value for line in hunk]
+            first_removed = next((i for i, line in enumerate(hunk) if line.is_removed), None)
+            if first_removed is None:
+                continue
+            above = [*_definitions(hunk.section_header or ""),
+                     *(name for line in lines[:first_removed] for name in _definitions(line))]
+            if above:
+                return above[-1]
+            names = [name for name in re.findall(r"[A-Za-z_]\w*", lines[first_removed])
+                     if not keyword.iskeyword(name) and not hasattr(builtins, name)]
+            return max(names, key=len) if names else None
+    return None
+
+
+def _definitions(line: str) -> list[str]:
+    """The function or class a line defines (not a dunder method), as a list of 0 or 1."""
+    found = re.match(r"\s*(?:async\s+)?(?:def|class)\s+(\w+)", line)
+    return [found.group(1)] if found and not found.group(1).startswith("__") else []
 
 
 def _edit_call(edit: FileEdit) -> Any:

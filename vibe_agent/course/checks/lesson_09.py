@@ -1,0 +1,236 @@
+"""Checkers for lesson 09, the coding agent.
+
+    check_judge_by_tests(fn)   fn(result, workspace, test_command, timeout) -> bool:
+                               was the bug fixed? Decided by the test command's exit
+                               code in the sandbox, never by what the model said
+    check_changed_files(fn)    fn(diff) -> list[str]: the files a unified diff (as
+                               `workspace_diff` writes it) changes, in order
+
+`check_judge_by_tests` builds a small project per case in a temporary folder and hands
+the learner's function a run result whose answer and stop reason may lie. Each case
+targets one typical mistake (trusting the answer, looking for "passed" in the output,
+running a fixed command, ignoring the time limit, running outside the sandbox) and
+carries the hint for it. `check_changed_files` feeds diffs made by `workspace_diff`
+from small before/after folders.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...coding import workspace_diff
+from ...loop import AgentResult, StopReason
+from ...trace import Trace
+from . import Report, Verdict
+from . import short as _short
+
+# ---------------------------------------------------------------------------
+# Exercise 1: judge a run by its tests
+# ---------------------------------------------------------------------------
+
+PYTEST = "python -m pytest -q"
+INI = {"pytest.ini": "[pytest]\n"}  # pytest stops looking for configuration here
+CALC_RIGHT = {"calc.py": "def add(a, b):\n    return a + b\n"}
+CALC_WRONG = {"calc.py": "def add(a, b):\n    return a - b\n"}
+TEST_ADD = {"test_calc.py": "from calc import add\n\n\ndef test_add():\n"
+                            "    assert add(2, 3) == 5\n"}
+TEST_NAMED_PASSED = {"test_calc.py": "from calc import add\n\n\ndef test_passed():\n"
+                                     "    assert add(2, 3) == 5\n"}
+TEST_NO_SECRET = {"test_env.py": "import os\n\n\ndef test_no_key_in_the_environment():\n"
+                                 "    assert 'OPENAI_API_KEY' not in os.environ\n"}
+CHECK_FAILS = {"check.py": "import sys\n\nprint('校验失败：2 条规则不满足')\nsys.exit(1)\n"}
+OWN_RUNNER = {"run_tests.py": "import sys\n\nprint('0 passed, 3 failed')\nsys.exit(1)\n"}
+SLOW = {"slow_test.py": "import time\n\ntime.sleep(2)\nprint('all 12 tests passed')\n"}
+FAKE_KEY = "sk-checker-fake-key-not-real"
+
+SAYS_FIXED = "已修复，测试全部通过。"
+SAYS_NOT_FIXED = "抱歉，我没能修好，测试仍然失败。"
+
+WORKSPACE_HINT = ("用参数 workspace 指定的文件夹运行测试：不要用笔记本里的全局变量，"
+                  "也不要用任务的原始项目（task.repo）。")
+
+
+@dataclass
+class JudgeCase:
+    """A project, the command that judges it, a run that says something, and the verdict."""
+
+    name: str
+    files: dict[str, str]
+    expected: bool
+    hint: str
+    command: str = PYTEST
+    answer: str = SAYS_FIXED
+    stop_reason: StopReason = StopReason.ANSWERED
+    timeout: float = 30.0
+    env: dict[str, str] = field(default_factory=dict)
+
+
+JUDGE_CASES = [
+    JudgeCase("模型说修好了，测试也确实通过", INI | CALC_RIGHT | TEST_ADD, True,
+              "测试命令退出码为 0 时返回 True。" + WORKSPACE_HINT),
+    JudgeCase("模型说修好了，测试却失败", INI | CALC_WRONG | TEST_ADD, False,
+              "模型说“已修复”不算数，停止原因是 answered 也不算数：只看测试命令的退出码。"
+              + WORKSPACE_HINT),
+    JudgeCase("模型说没修好（还跑满了轮次），测试却通过了", INI | CALC_RIGHT | TEST_ADD, True,
+              "判定时不看模型的回答，也不看停止原因（result.stop_reason）：测试通过就是 True。",
+              answer=SAYS_NOT_FIXED, stop_reason=StopReason.MAX_ITERS),
+    JudgeCase("失败的测试名叫 test_passed", INI | CALC_WRONG | TEST_NAMED_PASSED, False,
+              "输出里出现 passed 不代表通过（这里是失败的测试 test_passed 的名字）。"
+              "不要在输出里找字，看退出码：exit_code == 0 才算通过。"),
+    JudgeCase("测试被删光了（pytest 一个测试也没跑）", INI | CALC_WRONG, False,
+              "pytest 没收集到测试时退出码是 5，输出里也没有 failed。"
+              "只有退出码 0 算通过：不要写 exit_code != 1，也不要找 “failed” 这个词。"),
+    JudgeCase("判定命令不是 pytest：python check.py", INI | CALC_RIGHT | TEST_ADD | CHECK_FAILS,
+              False,
+              "运行参数 test_command 给的命令，不要写死 python -m pytest：这个项目的 pytest "
+              "测试是通过的，可判定命令 check.py 失败了。", command="python check.py"),
+    JudgeCase("自带的测试脚本打印 “0 passed, 3 failed”", INI | OWN_RUNNER, False,
+              "“0 passed, 3 failed” 里也有 passed：不要在输出里找字，看退出码。",
+              command="python run_tests.py"),
+    JudgeCase("测试超时（timeout=1 秒，测试要跑 2 秒）", INI | SLOW, False,
+              "把 timeout 传给 run_in_sandbox(..., timeout=timeout)。超时被杀掉时 exit_code 是 "
+              "None，`not exit_code` 会把它当成通过：写 exit_code == 0。",
+              command="python slow_test.py", timeout=1.0),
+    JudgeCase("环境里有 OPENAI_API_KEY：测试必须在沙箱里跑", INI | CALC_RIGHT | TEST_NO_SECRET,
+              True,
+              "测试看到了 OPENAI_API_KEY：命令没有在沙箱里运行（subprocess.run 会把你的环境变量，"
+              "连同 key，一起交给测试）。用 vibe_agent.sandbox.run_in_sandbox。",
+              env={"OPENAI_API_KEY": FAKE_KEY}),
+]
+
+
+def _run_result(answer: str, stop_reason: StopReason) -> AgentResult:
+    """A finished run as `run_agent` returns it: an answer, a stop reason, no steps."""
+    return AgentResult(answer=answer, stop_reason=stop_reason, message="（检查器构造的运行结果）",
+                       messages=[{"role": "assistant", "content": answer}], trace=Trace())
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    """A new folder holding `files` (relative path -> text)."""
+    root.mkdir(parents=True)
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables for one case, then put everything back."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _judge_problem(got: Any, case: JudgeCase, seconds: float) -> str | None:
+    """What is wrong with the verdict `got` (the case's hint is added by the report)."""
+    if not isinstance(got, bool):
+        return (f"应该返回 True 或 False，得到 {_short(got)}"
+                "（result.exit_code == 0 本身就是一个布尔值）")
+    if got == case.expected:
+        return None
+    verdict = "通过了" if case.expected else "没有通过"
+    message = f"测试{verdict}，应该返回 {case.expected}，得到 {got}"
+    if seconds > case.timeout:
+        message += f"（用了 {seconds:.0f} 秒，超过了 timeout={case.timeout:g} 秒）"
+    return message
+
+
+def check_judge_by_tests(fn: Callable[..., Any]) -> Verdict:
+    """Exercise 9.1: decide by the test command's exit code in the sandbox, nothing else."""
+    report = Report("练习 9.1：judge_by_tests —— 修好没有，由测试说了算")
+    with tempfile.TemporaryDirectory(prefix="vibe-judge-") as folder:
+        for number, case in enumerate(JUDGE_CASES, 1):
+            with report.case(case.name, hint=case.hint):
+                workspace = _write(Path(folder) / f"project-{number}", case.files)
+                result = _run_result(case.answer, case.stop_reason)
+                started = time.monotonic()
+                with _environment(case.env):
+                    got = fn(result, workspace, case.command, case.timeout)
+                problem = _judge_problem(got, case, time.monotonic() - started)
+                report.expect(problem is None, problem or "")
+    return report.show()
+
+
+# ---------------------------------------------------------------------------
+# Exercise 2: which files did the agent change?
+# ---------------------------------------------------------------------------
+
+PARSING_OLD = ('def parse_cents(text: str) -> int:\n    cleaned = text.strip()\n'
+               '    return int(float(cleaned) * 100)\n')
+PARSING_NEW = ('def parse_cents(text: str) -> int:\n    cleaned = text.strip()\n'
+               '    return int(Decimal(cleaned) * 100)\n')
+SQL_OLD = "-- 按地区汇总（旧）\nSELECT region, SUM(cents) FROM sales GROUP BY region;\n"
+SQL_NEW = "SELECT region, SUM(cents) AS total FROM sales GROUP BY region;\n"
+
+
+@dataclass
+class DiffCase:
+    name: str
+    before: dict[str, str]
+    after: dict[str, str]
+    expected: list[str]
+    hint: str
+
+
+DIFF_CASES = [
+    DiffCase("改了一个文件", {"sales/parsing.py": PARSING_OLD, "README.md": "# sales\n"},
+             {"sales/parsing.py": PARSING_NEW, "README.md": "# sales\n"}, ["sales/parsing.py"],
+             "每个文件的改动以 “--- a/路径” 和 “+++ b/路径” 两行开头；去掉 a/ 或 b/，"
+             "每个文件只算一次。"),
+    DiffCase("改了两个文件，按出现的顺序", {"auth.py": "x = 1\n", "accounts.py": "y = 1\n"},
+             {"auth.py": "x = 2\n", "accounts.py": "y = 2\n"}, ["accounts.py", "auth.py"],
+             "按文件在 diff 里出现的顺序返回一个列表，每个文件只出现一次。"),
+    DiffCase("新建了一个文件", {"calc.py": "x = 1\n"},
+             {"calc.py": "x = 1\n", "tests/test_calc.py": "def test_x():\n    pass\n"},
+             ["tests/test_calc.py"],
+             "新建的文件，“---” 那一行是 /dev/null：路径要从 “+++ b/” 那一行取。"
+             "/dev/null 不是文件名，不要放进结果。"),
+    DiffCase("删掉了一个文件", {"calc.py": "x = 1\n", "tests/test_calc.py": "def test_x():\n"
+                                "    assert False\n"},
+             {"calc.py": "x = 1\n"}, ["tests/test_calc.py"],
+             "删掉的文件，“+++” 那一行是 /dev/null：路径要从 “--- a/” 那一行取。"
+             "只看 +++ 行会漏掉被删的文件——比如 agent 删掉了失败的测试。"),
+    DiffCase("文件名里有空格", {"my notes.md": "待办\n"}, {"my notes.md": "已办\n"},
+             ["my notes.md"],
+             "文件名里可以有空格：不要用 split() 切，取 “--- a/” 或 “+++ b/” 后面的整行。"),
+    DiffCase("删掉的一行内容本身以 “-- ” 开头（SQL 注释）", {"report.sql": SQL_OLD},
+             {"report.sql": SQL_NEW}, ["report.sql"],
+             "删掉的一行 “-- 注释” 在 diff 里成了 “--- 注释”：以 --- 开头的不一定是文件头。"
+             "文件头是紧挨着的两行 “--- …” 和 “+++ …”，而且在 @@ 块之外；"
+             "也可以直接用已经装好的 unidiff 库：[f.path for f in PatchSet(diff)]。"),
+    DiffCase("什么也没改（空 diff）", {"calc.py": "x = 1\n"}, {"calc.py": "x = 1\n"}, [],
+             "空字符串里没有文件：返回空列表。"),
+]
+
+
+def check_changed_files(fn: Callable[[str], Any]) -> Verdict:
+    """Exercise 9.2: the paths a unified diff changes, in order, each once."""
+    report = Report("练习 9.2：changed_files —— agent 改了哪些文件")
+    with tempfile.TemporaryDirectory(prefix="vibe-diff-") as folder:
+        for number, case in enumerate(DIFF_CASES, 1):
+            with report.case(case.name, hint=case.hint):
+                diff = workspace_diff(case.before, _write(Path(folder) / str(number), case.after))
+                got = fn(diff)
+                report.expect(isinstance(got, list),
+                              f"应该返回列表，得到 {_short(got)}（要按出现的顺序，set 没有顺序）")
+                report.expect(not any(path in ("/dev/null", "dev/null") for path in got),
+                              f"结果里有 /dev/null：{_short(got)}。/dev/null 不是文件名，它表示"
+                              "“这一边没有这个文件”（新建的文件在 --- 那一行，"
+                              "删掉的在 +++ 那一行）")
+                report.expect(got == case.expected, f"期望 {case.expected}，得到 {_short(got)}")
+    return report.show()
