@@ -56,7 +56,7 @@ SAME_LINE_HINT = ("JSON 和说明文字可能在同一行（好的：{…}）：
                   "在整段文字里从每个 { 开始试着 raw_decode，不要按行找。")
 BRACE_COUNT_HINT = ("字符串里的 { 和 } 不算括号：自己数括号会在字符串里的 } 处提前收尾。"
                     "别自己数，让 json.JSONDecoder().raw_decode 去读，它认得字符串。")
-MULTI_LINE_JSON = '{\n  "tool": "calculator",\n  "arguments": {\n    "expression": "17 * 23"\n  }\n}'
+MULTI_LINE_JSON = json.dumps(CALC, indent=2)  # one object over seven lines
 
 # (case name, reply text, expected dict or REFUSE, hint when the outcome is wrong)
 PARSE_CASES: list[tuple[str, str, dict[str, Any] | type[ValueError], str]] = [
