@@ -9,7 +9,7 @@ Every lesson's checkers live in `lesson_NN.py` beside this file and speak one di
             fail(f"期望 {short(wanted)}，得到 {short(got)}", hint)   # the ONLY way to fail
     return report.verdict()                              # every check_* returns a Verdict
 
-How to write a checker for a new lesson (copy `lesson_00.check_pick_mode`, the smallest):
+How to write a checker for a new lesson (copy `lesson_07.check_prompt_growth`, the smallest):
 
 1. A table of cases: `(name, input, wanted, hint)`, one row per thing the exercise
    asks for. The hint says what to do about the mistake that case catches.
@@ -23,6 +23,8 @@ How to write a checker for a new lesson (copy `lesson_00.check_pick_mode`, the s
    function returned and give it its own hint (see `lesson_07._growth_problem`).
 4. `return report.verdict()`: a `Verdict`, truthy when every case passed and silent as
    a notebook cell's last value (the printed report already says everything).
+   When the exercise rebuilds something the package has, start with
+   `if report.borrows(fn, "package_function", hint=...): return report.verdict()`.
 5. Tests in `tests/test_checks_NN.py`: the right answer passes; every typical mistake,
    and every way to game the check, is a row asserting its own hint.
 
@@ -151,6 +153,15 @@ class Report:
                 self.passed += 1
                 self.lines.append(f"  ✅ {name}")
 
+    def borrows(self, fn: Any, *names: str, hint: str) -> bool:
+        """For an exercise that rebuilds something the package has: one failing case when
+        the learner's code calls the package's version (any of `names`) instead."""
+        name = _borrowed(fn, names)
+        if name is not None:
+            with self.case("自己写出来"):
+                fail(f"你的函数调用了包里的 {name}。", hint)
+        return name is not None
+
     def _fail(self, name: str, message: str, hint: str) -> None:
         self.failed += 1
         self.lines.append(f"  ❌ {name}：{message}")
@@ -179,18 +190,14 @@ def short(value: Any, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def borrowed(fn: Any, *names: str) -> str | None:
-    """The first of `names` the learner's code refers to (a function, or a class's methods).
-
-    Used where an exercise asks the learner to write something the package already has:
-    calling the package's version instead is reported, not passed.
-    """
+def _borrowed(fn: Any, names: tuple[str, ...]) -> str | None:
+    """The first of `names` the learner's code refers to (a function, or a class's methods)."""
     codes = [fn.__code__] if hasattr(fn, "__code__") else [
         member.__code__ for member in vars(fn).values() if hasattr(member, "__code__")]
     used: set[str] = set()
     while codes:
         code = codes.pop()
-        used.update(code.co_names)
+        used.update(code.co_names, code.co_freevars)
         codes.extend(const for const in code.co_consts if isinstance(const, types.CodeType))
     return next((name for name in names if name in used), None)
 

@@ -21,7 +21,7 @@ from openai.types.chat.chat_completion import Choice
 
 from ..client import resolve_mode
 from ..scripted import ScriptedModel, answer
-from . import Report, Verdict, attempt, borrowed, fail, short
+from . import Report, Verdict, attempt, fail, short
 
 # ---------------------------------------------------------------------------
 # Exercise 0.1: first_answer(client, model, question) -> str
@@ -156,10 +156,8 @@ def check_pick_mode(fn: Callable[[dict[str, str], str | None], str]) -> Verdict:
         fn: the learner's function.
     """
     report = Report("练习 0.2：pick_mode —— 选出运行模式")
-    if borrowed(fn, "resolve_mode", "make_client"):
-        with report.case("自己写出规则"):
-            fail("你的函数调用了包里的 resolve_mode / make_client。",
-                 "这道题要你亲手写出这条规则：只用参数 env 和 requested，按题目的三条顺序判断。")
+    if report.borrows(fn, "resolve_mode", "make_client", hint=(
+            "这道题要你亲手写出这条规则：只用参数 env 和 requested，按题目的三条顺序判断。")):
         return report.verdict()
     for name, env, requested, hint in PICK_MODE_CASES:
         with report.case(name):

@@ -18,7 +18,7 @@ from typing import Any, Literal, get_origin
 
 from vibe_agent.registry import json_type
 
-from . import Report, Verdict, attempt, borrowed, fail
+from . import Report, Verdict, attempt, fail
 
 # ---------------------------------------------------------------------------
 # Exercise 3.1: python_type_to_schema
@@ -84,11 +84,9 @@ def _type_hint(annotation: Any, got: Any, wanted: dict[str, Any],
 def check_python_type_to_schema(fn: Callable[[Any], dict[str, Any]]) -> Verdict:
     """Compare the learner's translation with `json_type` on each annotation of the table."""
     report = Report("练习 3.1：把 Python 类型翻译成 JSON Schema")
-    if borrowed(fn, "json_type", "function_schema"):
-        with report.case("自己写出翻译"):
-            fail("你的函数调用了包里的 json_type。",
-                 "这道题要你亲手写出这张对照表：用 get_origin / get_args 认出 list[...] 和 "
-                 "Literal[...]，其余查一个小字典。")
+    if report.borrows(fn, "json_type", "function_schema", hint=(
+            "这道题要你亲手写出这张对照表：用 get_origin / get_args 认出 list[...] 和 "
+            "Literal[...]，其余查一个小字典。")):
         return report.verdict()
     for label, annotation in TYPE_CASES:
         with report.case(label):

@@ -50,7 +50,6 @@ from . import (
     Report,
     Verdict,
     attempt,
-    borrowed,
     checker_world,
     fail,
     short,
@@ -103,11 +102,9 @@ REPEAT_CASES: list[tuple[str, list[tuple[str, str]], tuple[str, str], int, bool,
 def check_is_repeat(fn: Callable[[list[tuple[str, str]], str, str, int], Any]) -> Verdict:
     """Exercise 5.1: True when this call makes `limit` identical calls in a row."""
     report = Report("练习 5.1：重复调用检测（名字 + 规范化参数，连续 N 次）")
-    if borrowed(fn, "call_key", "is_repeat_limit"):
-        with report.case("自己写出比较"):
-            fail("你的函数调用了包里的 call_key。",
-                 "题目要你自己写出“名字 + 规范化参数”的比较：json.loads 再 "
-                 "json.dumps(..., sort_keys=True)，坏 JSON 就比较去掉首尾空白的原文。")
+    if report.borrows(fn, "call_key", "is_repeat_limit", hint=(
+            "题目要你自己写出“名字 + 规范化参数”的比较：json.loads 再 "
+            "json.dumps(..., sort_keys=True)，坏 JSON 就比较去掉首尾空白的原文。")):
         return report.verdict()
     for name, previous, (tool, arguments), limit, wanted, hint in REPEAT_CASES:
         with report.case(name):
@@ -526,10 +523,6 @@ def _signature_problem(fn: Callable[..., Any]) -> Problem:
         return f"没法按题目的方式调用你的函数：{exc}", f"函数签名要和题目一致：{SIGNATURE}。"
     except ValueError:  # no signature to read (e.g. a builtin): just try it
         pass
-    if borrowed(fn, "run_agent"):
-        return ("你的函数调用了包里的 run_agent。",
-                "这道题要你亲手把刹车装进练习 4.1 的循环：is_repeat、ToolErrorBrake、"
-                "openai.APIError 和轮次上限，都写在你自己的 for 循环里。")
     return None
 
 
@@ -539,6 +532,10 @@ def check_braked_loop(fn: Callable[..., Any]) -> Verdict:
     if problem := _signature_problem(fn):
         with report.case("函数签名"):
             fail(*problem)
+        return report.verdict()
+    if report.borrows(fn, "run_agent", hint=(
+            "这道题要你亲手把刹车装进练习 4.1 的循环：is_repeat、ToolErrorBrake、"
+            "openai.APIError 和轮次上限，都写在你自己的 for 循环里。")):
         return report.verdict()
     for case in LOOP_CASES:
         with report.case(case.title):

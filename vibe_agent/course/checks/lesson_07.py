@@ -21,8 +21,8 @@ from typing import Any
 
 from ...loop import run_agent
 from ...registry import ToolRegistry
-from ..scripted import ScriptedModel, answer, call, calls, protocol_error
-from . import MAX_REQUESTS, MODEL, Problem, Report, Verdict, attempt, borrowed, fail, short
+from ..scripted import ScriptedModel, answer, call, calls, protocol_error, usage_of
+from . import MAX_REQUESTS, MODEL, Problem, Report, Verdict, attempt, fail, short
 
 Usage = list[dict[str, Any] | None]
 Message = dict[str, Any]
@@ -34,9 +34,8 @@ Message = dict[str, Any]
 
 
 def usage(prompt: int, completion: int = 20) -> dict[str, int]:
-    """A usage block as the API reports it (total = prompt + completion)."""
-    return {"prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion}
+    """A usage block as the API reports it (20 completion tokens unless told)."""
+    return usage_of(prompt, completion)
 
 
 def _prompt(u: dict[str, Any] | None, key: str = "prompt_tokens") -> int | None:
@@ -328,11 +327,9 @@ def _run_problem(fn: Callable[..., Any]) -> Problem:
 def check_my_trim(fn: Callable[[list[Message], int], Any]) -> Verdict:
     """Exercise 7.2: shorten older tool results; ids, roles, order and the input intact."""
     report = Report("练习 7.2：my_trim —— 缩短旧的 tool 结果，协议保持完整")
-    if borrowed(fn, "trim_old_tool_results"):
-        with report.case("自己写出策略"):
-            fail("你的函数调用了包里的 trim_old_tool_results。",
-                 "这道题要你自己写一个截短策略：找出 tool 消息的位置，"
-                 "把最新 keep_last 条之前、又太长的那些换成缩短后的新字典。")
+    if report.borrows(fn, "trim_old_tool_results", hint=(
+            "这道题要你自己写一个截短策略：找出 tool 消息的位置，"
+            "把最新 keep_last 条之前、又太长的那些换成缩短后的新字典。")):
         return report.verdict()
     for name, messages, keep_last, hint in TRIM_CASES:
         with report.case(name):
