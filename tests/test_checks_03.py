@@ -111,7 +111,7 @@ def types_unsolved(annotation: Any) -> dict:
                                          "get_origin(annotation) is list",
                                          "get_origin(annotation) is Literal"], id="only-simple"),
         pytest.param(types_with_description, ["只返回类型相关的键"], id="extra-keys"),
-        pytest.param(types_borrows_json_type, ["调用了包里的 json_type", "亲手写出这张对照表"],
+        pytest.param(types_borrows_json_type, ["用了包里现成的 json_type", "亲手写出这张对照表"],
                      id="calls-the-package-json-type"),
         pytest.param(types_unsolved, ["还没完成"], id="unsolved"),
     ],

@@ -314,7 +314,7 @@ LOOP_ROWS = [
     pytest.param(chapter_system_prompt, "system 用 DEFAULT_SYSTEM_PROMPT",
                  id="chapter-system-prompt"),
     pytest.param(extra_option, "多了 max_tokens=300", id="extra-request-option"),
-    pytest.param(borrows_run_agent, "你的函数调用了包里的 run_agent", id="calls-run-agent"),
+    pytest.param(borrows_run_agent, "你的函数用了包里现成的 run_agent", id="calls-run-agent"),
     pytest.param(unsolved, UNSOLVED, id="unsolved"),
 ]
 

@@ -125,7 +125,7 @@ def repeat_borrows_call_key(previous, name, arguments, limit):
         pytest.param(repeat_json_raises, "json.JSONDecodeError", id="invalid-json-raises"),
         pytest.param(repeat_mutates_history, "改动了传进来的历史列表", id="mutates-history"),
         pytest.param(repeat_returns_count, "应该返回 True 或 False", id="returns-count"),
-        pytest.param(repeat_borrows_call_key, "你的函数调用了包里的 call_key",
+        pytest.param(repeat_borrows_call_key, "你的函数用了包里现成的 call_key",
                      id="calls-the-package-call-key"),
     ],
 )
@@ -391,7 +391,7 @@ LOOP_ROWS = [
      "返回的 messages 里有 tool_call 没有回应"),
     ("brake-leaves-calls-unanswered-why", make_loop(answer_all=False),
      "刹车触发时也要先给这一轮的每个调用都回一条 tool 消息"),
-    ("calls-run-agent", loop_borrows_run_agent, "你的函数调用了包里的 run_agent"),
+    ("calls-run-agent", loop_borrows_run_agent, "你的函数用了包里现成的 run_agent"),
     ("answer-on-brake", make_loop(answer_on_brake=True), "被刹车停下时不该有回答"),
     ("own-reason-names", make_loop(reasons={"max_iters": "max_rounds"}), "停止原因应该是"),
     ("old-signature", loop_old_signature, "函数签名要和题目一致"),

@@ -86,7 +86,7 @@ def honesty_borrows_the_package_judge(result):
     (honesty_no_brazil, "提到巴西只是举例"),
     (honesty_no_brazil, "判定要找“承认不知道”的说法"),
     (honesty_not_yet_counts, "“还没到”不是承认不知道"),
-    (honesty_borrows_the_package_judge, "你的函数调用了包里的 DEMO_TASKS"),
+    (honesty_borrows_the_package_judge, "你的函数用了包里现成的 DEMO_TASKS"),
 ], ids=["right", "unsolved", "keywords-only", "no-tool-only", "chinese-only", "none-answer",
         "ok-tools-only", "returns-match", "negative-judge-champion-phrase",
         "negative-judge-champion-phrase-fabrication", "negative-judge-brazil",

@@ -203,7 +203,7 @@ def trim_borrows_the_package(messages, keep_last):
     (trim_touches_assistant, "只缩短 tool 消息"),
     (trim_returns_none, "应该返回一个由字典组成的列表"),
     (trim_counts_messages, "keep_last 数的是 tool 消息，不是全部消息"),
-    (trim_borrows_the_package, "你的函数调用了包里的 trim_old_tool_results"),
+    (trim_borrows_the_package, "你的函数用了包里现成的 trim_old_tool_results"),
 ], ids=lambda value: value.__name__ if callable(value) else "")
 def test_my_trim_checker(fn, expected, capsys):
     check_my_trim(fn)

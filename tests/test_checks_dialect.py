@@ -9,7 +9,11 @@ import pkgutil
 import pytest
 
 import vibe_agent.course.checks as checks
+from vibe_agent import loop
 from vibe_agent.course.checks import Report, Verdict, attempt, fail
+from vibe_agent.loop import call_key
+from vibe_agent.loop import call_key as package_key
+from vibe_agent.registry import ToolRegistry
 
 
 def every_checker():
@@ -67,17 +71,50 @@ def test_fail_ends_the_case_and_the_verdict_is_silent(capsys):
     assert "❌ 一：期望 1，得到 2" in capsys.readouterr().out
 
 
-def test_borrows_names_the_package_function(capsys):
-    from vibe_agent.loop import call_key
+def calls_the_package(name, arguments):
+    return call_key(name, arguments)
 
-    def learner(name, arguments):
-        return call_key(name, arguments)
 
-    def own(name, arguments):
-        return name + arguments
+def calls_an_alias(name, arguments):
+    return package_key(name, arguments)
 
+
+def calls_through_the_module(name, arguments):
+    return loop.call_key(name, arguments)
+
+
+def imports_it_inside(name, arguments):
+    from vibe_agent.loop import call_key as key
+
+    return key(name, arguments)
+
+
+def call_key_of_my_own(name, arguments):  # the same idea, written by the learner
+    return name + arguments
+
+
+def uses_its_own_helper(name, arguments):
+    return call_key_of_my_own(name, arguments)
+
+
+@pytest.mark.parametrize(("fn", "found"), [
+    pytest.param(calls_the_package, "call_key", id="calls-it"),
+    pytest.param(calls_an_alias, "package_key", id="calls-an-alias"),
+    pytest.param(calls_through_the_module, "call_key", id="calls-it-through-the-module"),
+    pytest.param(imports_it_inside, "call_key", id="imports-it-inside-the-function"),
+    pytest.param(loop.call_key, "call_key", id="hands-in-the-package-function"),
+    pytest.param(uses_its_own_helper, None, id="own-helper-not-flagged"),
+])
+def test_borrows_finds_the_package_however_it_is_reached(fn, found, capsys):
     report = Report("练习")
-    assert report.borrows(learner, "call_key", hint="自己写")
-    assert not Report("练习").borrows(own, "call_key", hint="自己写")
+    assert report.borrows(fn, loop.call_key, hint="自己写") is (found is not None)
     report.verdict()
-    assert "你的函数调用了包里的 call_key" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert (f"你的函数用了包里现成的 {found}" in out) if found else "❌" not in out
+
+
+def test_borrows_finds_a_subclass_of_a_package_class(capsys):
+    class MyRegistry(ToolRegistry):
+        pass
+
+    assert Report("练习").borrows(MyRegistry, hint="自己写")

@@ -24,7 +24,7 @@ How to write a checker for a new lesson (copy `lesson_07.check_prompt_growth`, t
 4. `return report.verdict()`: a `Verdict`, truthy when every case passed and silent as
    a notebook cell's last value (the printed report already says everything).
    When the exercise rebuilds something the package has, start with
-   `if report.borrows(fn, "package_function", hint=...): return report.verdict()`.
+   `if report.borrows(fn, package_function, hint=...): return report.verdict()`.
 5. Tests in `tests/test_checks_NN.py`: the right answer passes; every typical mistake,
    and every way to game the check, is a row asserting its own hint.
 
@@ -34,6 +34,7 @@ Checkers that run a loop against scripted models share `MODEL`, `checker_world()
 
 from __future__ import annotations
 
+import sys
 import sysconfig
 import traceback
 import types
@@ -153,13 +154,13 @@ class Report:
                 self.passed += 1
                 self.lines.append(f"  ✅ {name}")
 
-    def borrows(self, fn: Any, *names: str, hint: str) -> bool:
+    def borrows(self, fn: Any, *package_parts: Any, hint: str) -> bool:
         """For an exercise that rebuilds something the package has: one failing case when
-        the learner's code calls the package's version (any of `names`) instead."""
-        name = _borrowed(fn, names)
+        the learner hands in the package's own code, or calls one of `package_parts`."""
+        name = _borrowed(fn, package_parts)
         if name is not None:
             with self.case("自己写出来"):
-                fail(f"你的函数调用了包里的 {name}。", hint)
+                fail(f"你的函数用了包里现成的 {name}。", hint)
         return name is not None
 
     def _fail(self, name: str, message: str, hint: str) -> None:
@@ -190,16 +191,51 @@ def short(value: Any, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _borrowed(fn: Any, names: tuple[str, ...]) -> str | None:
-    """The first of `names` the learner's code refers to (a function, or a class's methods)."""
-    codes = [fn.__code__] if hasattr(fn, "__code__") else [
-        member.__code__ for member in vars(fn).values() if hasattr(member, "__code__")]
-    used: set[str] = set()
-    while codes:
-        code = codes.pop()
-        used.update(code.co_names, code.co_freevars)
-        codes.extend(const for const in code.co_consts if isinstance(const, types.CodeType))
-    return next((name for name in names if name in used), None)
+def _from_package(value: Any) -> bool:
+    module = getattr(value, "__module__", None) or ""
+    return callable(value) and module.split(".")[0] == "vibe_agent"
+
+
+def _borrowed(fn: Any, package_parts: tuple[Any, ...]) -> str | None:
+    """What of the package the learner hands in instead of their own code: the package's
+    function or class itself (or a subclass of it), or a name in their code that resolves
+    to one of `package_parts` (an alias and a module attribute count too)."""
+    for given in (fn, *getattr(fn, "__mro__", ())[1:]):
+        if _from_package(given):
+            return given.__name__
+    functions = [fn] if hasattr(fn, "__code__") else [
+        member for member in vars(fn).values() if hasattr(member, "__code__")]
+    for function in functions:
+        scope = {**function.__globals__, **_closure(function)}
+        used = _names_used(function.__code__)
+        modules = [scope[name] for name in used if isinstance(scope.get(name), types.ModuleType)]
+        modules += [sys.modules[name] for name in used  # `from vibe_agent.x import y` inside
+                    if name.split(".")[0] == "vibe_agent" and name in sys.modules]
+        for part in package_parts:
+            for name in used:
+                if scope.get(name) is part or any(getattr(m, name, None) is part for m in modules):
+                    return name
+    return None
+
+
+def _closure(function: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, cell in zip(function.__code__.co_freevars, function.__closure__ or (), strict=True):
+        try:
+            values[name] = cell.cell_contents
+        except ValueError:  # a cell not filled yet
+            continue
+    return values
+
+
+def _names_used(code: types.CodeType) -> list[str]:
+    """Every global, attribute and free-variable name a code object (and its nested
+    functions) refers to."""
+    names = [*code.co_names, *code.co_freevars]
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names += _names_used(const)
+    return names
 
 
 # Frames from these places are not the learner's code (e.g. pydantic raising inside the SDK,

@@ -19,7 +19,7 @@ from unittest.mock import patch
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from openai.types.chat.chat_completion import Choice
 
-from ..client import resolve_mode
+from ..client import make_client, resolve_mode
 from ..scripted import ScriptedModel, answer
 from . import Report, Verdict, attempt, fail, short
 
@@ -156,7 +156,7 @@ def check_pick_mode(fn: Callable[[dict[str, str], str | None], str]) -> Verdict:
         fn: the learner's function.
     """
     report = Report("练习 0.2：pick_mode —— 选出运行模式")
-    if report.borrows(fn, "resolve_mode", "make_client", hint=(
+    if report.borrows(fn, resolve_mode, make_client, hint=(
             "这道题要你亲手写出这条规则：只用参数 env 和 requested，按题目的三条顺序判断。")):
         return report.verdict()
     for name, env, requested, hint in PICK_MODE_CASES:

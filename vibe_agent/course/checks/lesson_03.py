@@ -84,7 +84,7 @@ def _type_hint(annotation: Any, got: Any, wanted: dict[str, Any],
 def check_python_type_to_schema(fn: Callable[[Any], dict[str, Any]]) -> Verdict:
     """Compare the learner's translation with `json_type` on each annotation of the table."""
     report = Report("练习 3.1：把 Python 类型翻译成 JSON Schema")
-    if report.borrows(fn, "json_type", "function_schema", hint=(
+    if report.borrows(fn, json_type, hint=(
             "这道题要你亲手写出这张对照表：用 get_origin / get_args 认出 list[...] 和 "
             "Literal[...]，其余查一个小字典。")):
         return report.verdict()

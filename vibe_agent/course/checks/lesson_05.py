@@ -28,6 +28,7 @@ from typing import Any
 
 import openai
 
+from ...loop import call_key, run_agent
 from ...registry import ToolRegistry
 from ...tools import DemoTools
 from ..scripted import (
@@ -102,7 +103,7 @@ REPEAT_CASES: list[tuple[str, list[tuple[str, str]], tuple[str, str], int, bool,
 def check_is_repeat(fn: Callable[[list[tuple[str, str]], str, str, int], Any]) -> Verdict:
     """Exercise 5.1: True when this call makes `limit` identical calls in a row."""
     report = Report("练习 5.1：重复调用检测（名字 + 规范化参数，连续 N 次）")
-    if report.borrows(fn, "call_key", "is_repeat_limit", hint=(
+    if report.borrows(fn, call_key, hint=(
             "题目要你自己写出“名字 + 规范化参数”的比较：json.loads 再 "
             "json.dumps(..., sort_keys=True)，坏 JSON 就比较去掉首尾空白的原文。")):
         return report.verdict()
@@ -169,6 +170,9 @@ def _shares_state(cls: Callable[[int], Any]) -> bool:
 def check_tool_error_brake(cls: Callable[[int], Any]) -> Verdict:
     """Exercise 5.2: a counter of failing tool results in a row, reset by a success."""
     report = Report("练习 5.2：工具连续失败刹车 ToolErrorBrake")
+    if report.borrows(cls, hint=(
+            "这道题要你自己写这个类：__init__ 里记下 limit 和计数，record 里数连续失败。")):
+        return report.verdict()
     for name, limit, oks, wanted, hint in ERROR_CASES:
         with report.case(name):
             got = _record_all(attempt(cls, limit).get(hint), oks)
@@ -533,7 +537,7 @@ def check_braked_loop(fn: Callable[..., Any]) -> Verdict:
         with report.case("函数签名"):
             fail(*problem)
         return report.verdict()
-    if report.borrows(fn, "run_agent", hint=(
+    if report.borrows(fn, run_agent, hint=(
             "这道题要你亲手把刹车装进练习 4.1 的循环：is_repeat、ToolErrorBrake、"
             "openai.APIError 和轮次上限，都写在你自己的 for 循环里。")):
         return report.verdict()

@@ -96,7 +96,7 @@ HONESTY_CASES: list[tuple[str, Callable[[], list[Reply] | ScriptedModel], bool, 
 def check_judge_honesty(fn: Callable[[AgentResult], Any]) -> Verdict:
     """Exercise 6.1: True only when no tool was called and the answer admits not knowing."""
     report = Report("练习 6.1：第 4 题的诚实判定（对手是脚本模型，不是 LLM）")
-    if report.borrows(fn, "DEMO_TASKS", "_judge_honest", hint=(
+    if report.borrows(fn, DEMO_TASKS, DEMO_TASKS[3].judge, hint=(
             "这道题要你自己写出这两个条件，不用现成的 DEMO_TASKS[3].judge："
             "查 result.trace 里有没有工具步骤，再在 result.answer 里找承认不知道的说法。")):
         return report.verdict()

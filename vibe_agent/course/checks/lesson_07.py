@@ -19,6 +19,7 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
+from ...context import trim_old_tool_results
 from ...loop import run_agent
 from ...registry import ToolRegistry
 from ..scripted import ScriptedModel, answer, call, calls, protocol_error, usage_of
@@ -327,7 +328,7 @@ def _run_problem(fn: Callable[..., Any]) -> Problem:
 def check_my_trim(fn: Callable[[list[Message], int], Any]) -> Verdict:
     """Exercise 7.2: shorten older tool results; ids, roles, order and the input intact."""
     report = Report("练习 7.2：my_trim —— 缩短旧的 tool 结果，协议保持完整")
-    if report.borrows(fn, "trim_old_tool_results", hint=(
+    if report.borrows(fn, trim_old_tool_results, hint=(
             "这道题要你自己写一个截短策略：找出 tool 消息的位置，"
             "把最新 keep_last 条之前、又太长的那些换成缩短后的新字典。")):
         return report.verdict()
