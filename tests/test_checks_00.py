@@ -7,6 +7,7 @@ import os
 import pytest
 
 from vibe_agent.course.checks.lesson_00 import check_first_answer, check_pick_mode
+from vibe_agent.course.client import resolve_mode
 
 # --- exercise 0.1: first_answer ------------------------------------------------------------
 
@@ -75,6 +76,18 @@ def typo_in_attribute(client, model, question):
     return returns_response(client, model, question).choices[0].text
 
 
+def adds_temperature(client, model, question):
+    response = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": question}], temperature=0)
+    return response.choices[0].message.content
+
+
+def adds_max_tokens(client, model, question):
+    response = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": question}], max_tokens=100)
+    return response.choices[0].message.content
+
+
 @pytest.mark.parametrize(
     ("fn", "expected"),
     [
@@ -92,6 +105,10 @@ def typo_in_attribute(client, model, question):
         pytest.param(adds_system_prompt, "只发一条消息", id="extra-system-prompt"),
         pytest.param(rewrites_answer, "原样返回 message.content", id="rewritten-answer"),
         pytest.param(typo_in_attribute, "你的代码抛出了 AttributeError", id="raises"),
+        pytest.param(adds_temperature, "请求里多了 temperature=0", id="adds-temperature"),
+        pytest.param(adds_temperature, "下面用回放的单元格会因此对不上录音",
+                     id="adds-temperature-why"),
+        pytest.param(adds_max_tokens, "请求里多了 max_tokens=100", id="adds-max-tokens"),
     ],
 )
 def test_first_answer_mistakes_get_their_hint(fn, expected, capsys):
@@ -157,6 +174,10 @@ def reads_os_environ(env, requested):
     return pick_mode_right(dict(os.environ), requested)
 
 
+def borrows_resolve_mode(env, requested):
+    return resolve_mode(requested, env)
+
+
 @pytest.mark.parametrize(
     ("fn", "expected"),
     [
@@ -167,6 +188,7 @@ def reads_os_environ(env, requested):
         pytest.param(get_with_default, "VIBE_AGENT_MODE 为空时当作没设置", id="get-default"),
         pytest.param(always_replay, "默认是 \"live\"", id="always-replay"),
         pytest.param(reads_os_environ, "看起来你读的是 os.environ", id="reads-os-environ"),
+        pytest.param(borrows_resolve_mode, "这道题要你亲手写出这条规则", id="calls-resolve-mode"),
     ],
 )
 def test_pick_mode_mistakes_get_their_hint(fn, expected, capsys, monkeypatch):

@@ -119,6 +119,37 @@ def parse_no_default_arguments(text):
     return {"tool": data["tool"].strip("*"), "arguments": data["arguments"]}
 
 
+def parse_line_by_line(text):
+    """Each line through json.loads: passes code fences, misses JSON over several lines."""
+    found = []
+    for line in text.splitlines():
+        try:
+            found.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    if len(found) != 1:
+        raise ValueError(f"expected one JSON line, found {len(found)}")
+    return to_action(found[0])
+
+
+def parse_brace_counter(text):
+    """Counts braces by hand, blind to braces inside strings."""
+    found, depth, start = [], 0, None
+    for i, ch in enumerate(text):
+        if ch == "{":
+            depth, start = depth + 1, i if depth == 0 else start
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                try:
+                    found.append(json.loads(text[start:i + 1]))
+                except json.JSONDecodeError:
+                    pass
+    if len(found) != 1:
+        raise ValueError(f"expected one JSON object, found {len(found)}")
+    return to_action(found[0])
+
+
 def parse_returns_raw_json(text):
     found = json_objects(text)
     if len(found) != 1:
@@ -131,7 +162,7 @@ def parse_returns_raw_json(text):
 @pytest.mark.parametrize(
     ("fn", "expected"),
     [
-        pytest.param(parse_right, "全部 13 项通过", id="right"),
+        pytest.param(parse_right, "全部 16 项通过", id="right"),
         pytest.param(parse_whole_text, "不能对整段文字 json.loads", id="json-loads-whole-text"),
         pytest.param(parse_whole_text, "围栏不是 JSON 的一部分", id="fence-not-stripped"),
         pytest.param(parse_lazy_regex, "非贪婪的", id="lazy-regex-nested-braces"),
@@ -146,6 +177,11 @@ def parse_returns_raw_json(text):
         pytest.param(parse_no_default_arguments, "当作没有参数", id="arguments-required"),
         pytest.param(parse_returns_raw_json, "调用要带上 \"arguments\"", id="raw-json"),
         pytest.param(parse_regex, "应该返回 dict，得到 Action", id="package-action"),
+        pytest.param(parse_line_by_line, "逐行 json.loads 每一行都读不出来",
+                     id="line-by-line-multi-line-json"),
+        pytest.param(parse_line_by_line, "对这一行 json.loads 也会失败",
+                     id="line-by-line-prose-on-the-same-line"),
+        pytest.param(parse_brace_counter, "字符串里的 { 和 } 不算括号", id="brace-counter"),
         pytest.param(unsolved, "还没完成", id="unsolved"),
     ],
 )

@@ -11,6 +11,7 @@ from vibe_agent.course.checks.lesson_02 import (
     check_is_final,
     check_tool_messages,
 )
+from vibe_agent.loop import assistant_message as package_assistant_message
 
 
 def unsolved(*args):
@@ -74,6 +75,8 @@ def assistant_sorted_calls(message):
         pytest.param(lambda message: message.model_dump(), "只保留 role、content、tool_calls",
                      id="model-dump"),
         pytest.param(assistant_sorted_calls, "id 原样照抄、顺序也不要改", id="calls-reordered"),
+        pytest.param(package_assistant_message, "你的函数用了包里现成的 assistant_message",
+                     id="hands-in-the-package-function"),
         pytest.param(unsolved, "还没完成", id="unsolved"),
     ],
 )

@@ -79,6 +79,11 @@ def types_with_description(annotation: Any) -> dict:
     return types_correct(annotation) | {"description": ""}
 
 
+def types_borrows_json_type(annotation: Any) -> dict:
+    from vibe_agent.registry import json_type
+    return json_type(annotation)
+
+
 def types_unsolved(annotation: Any) -> dict:
     raise NotImplementedError("练习还没完成")
 
@@ -106,6 +111,8 @@ def types_unsolved(annotation: Any) -> dict:
                                          "get_origin(annotation) is list",
                                          "get_origin(annotation) is Literal"], id="only-simple"),
         pytest.param(types_with_description, ["只返回类型相关的键"], id="extra-keys"),
+        pytest.param(types_borrows_json_type, ["用了包里现成的 json_type", "亲手写出这张对照表"],
+                     id="calls-the-package-json-type"),
         pytest.param(types_unsolved, ["还没完成"], id="unsolved"),
     ],
 )
@@ -214,6 +221,23 @@ def invoke_prefixed(tools, name, arguments):
     return result if result.startswith("Error") else f"Result: {result}"
 
 
+def invoke_catch_all_appended(tools, name, arguments):
+    """One except for everything, the same advice appended to every error."""
+    try:
+        return str(tools[name](**json.loads(arguments)))
+    except Exception as exc:  # noqa: BLE001
+        return (f"Error: {type(exc).__name__}: {exc}. Available tools: {', '.join(tools)}. "
+                "Check the tool name and send valid JSON arguments.")
+
+
+def invoke_catch_all_generic(tools, name, arguments):
+    """One except for everything, one generic sentence."""
+    try:
+        return str(tools[name](**json.loads(arguments)))
+    except Exception:  # noqa: BLE001
+        return "Error: the tool call failed. Check the name and the JSON arguments."
+
+
 def invoke_unsolved(tools, name, arguments):
     raise NotImplementedError("练习还没完成")
 
@@ -242,6 +266,12 @@ def invoke_unsolved(tools, name, arguments):
         pytest.param(invoke_json_not_named, ["❌ JSON 被截断", "写出 JSON 这个词"],
                      id="json-not-named"),
         pytest.param(invoke_prefixed, ["❌ 正常调用", "原样返回工具的输出"], id="prefixed-output"),
+        pytest.param(invoke_catch_all_appended, ["❌ 工具名不存在", "无关的 JSON, KeyError",
+                                                 "三种错误要分开处理、分开说"],
+                     id="one-catch-all-with-everything-appended"),
+        pytest.param(invoke_catch_all_generic, ["❌ 工具名不存在", "❌ 工具内部 ZeroDivisionError",
+                                                "三种错误要分开处理、分开说"],
+                     id="one-catch-all-with-a-generic-text"),
         pytest.param(invoke_unsolved, ["还没完成"], id="unsolved"),
     ],
 )

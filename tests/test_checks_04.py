@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from vibe_agent.course.checks.lesson_04 import check_my_run_agent, check_predict_sent_roles
-from vibe_agent.loop import DEFAULT_SYSTEM_PROMPT, assistant_message
+from vibe_agent.loop import DEFAULT_SYSTEM_PROMPT, assistant_message, run_agent
 
 UNSOLVED = "还没完成"
 
@@ -233,6 +235,56 @@ def shared_history(client, question, registry, model, max_iters=6):
     return "停止。"
 
 
+CHAPTER_SYSTEM = "你是助手。需要时调用工具。"
+
+
+def chapter_loop(client, question, registry, model, max_iters=6):
+    """The course chapter's loop: its own system prompt and tool_choice="auto"."""
+    messages = [{"role": "system", "content": CHAPTER_SYSTEM},
+                {"role": "user", "content": question}]
+    for _ in range(max_iters):
+        msg = client.chat.completions.create(
+            model=model, messages=messages, tools=registry.to_schemas(), tool_choice="auto",
+            temperature=0).choices[0].message
+        if not msg.tool_calls:
+            return msg.content or ""
+        messages.append(assistant_message(msg))
+        for tc in msg.tool_calls:
+            messages.append({"role": "tool", "tool_call_id": tc.id,
+                             "content": registry.invoke(tc.function.name,
+                                                        json.loads(tc.function.arguments))})
+    return "达到最大轮次仍无最终回答"
+
+
+def chapter_system_prompt(client, question, registry, model, max_iters=6):
+    messages = [{"role": "system", "content": CHAPTER_SYSTEM},
+                {"role": "user", "content": question}]
+    for _ in range(max_iters):
+        message = ask(client, model, messages, registry)
+        if not message.tool_calls:
+            return message.content or ""
+        messages.append(assistant_message(message))
+        for call in message.tool_calls:
+            messages.append(tool_message(call, registry))
+    return "停止。"
+
+
+def extra_option(client, question, registry, model, max_iters=6):
+    messages = start(question)
+    for _ in range(max_iters):
+        message = ask(client, model, messages, registry, max_tokens=300)
+        if not message.tool_calls:
+            return message.content or ""
+        messages.append(assistant_message(message))
+        for call in message.tool_calls:
+            messages.append(tool_message(call, registry))
+    return "停止。"
+
+
+def borrows_run_agent(client, question, registry, model, max_iters=6):
+    return run_agent(client, question, registry, model=model, max_iters=max_iters).answer
+
+
 def unsolved(client, question, registry, model, max_iters=6):
     raise NotImplementedError("练习还没完成：补全这里的代码后，再运行一次。")
 
@@ -257,6 +309,12 @@ LOOP_ROWS = [
     pytest.param(no_temperature, "temperature=0", id="no-temperature"),
     pytest.param(never_loops, "只调用了 1 次模型", id="no-loop"),
     pytest.param(shared_history, "不要沿用函数外面的列表", id="history-outside-the-function"),
+    pytest.param(chapter_loop, "多了 tool_choice='auto'", id="chapter-loop-tool-choice"),
+    pytest.param(chapter_loop, "写不写模型的选择都一样", id="chapter-loop-tool-choice-why"),
+    pytest.param(chapter_system_prompt, "system 用 DEFAULT_SYSTEM_PROMPT",
+                 id="chapter-system-prompt"),
+    pytest.param(extra_option, "多了 max_tokens=300", id="extra-request-option"),
+    pytest.param(borrows_run_agent, "你的函数用了包里现成的 run_agent", id="calls-run-agent"),
     pytest.param(unsolved, UNSOLVED, id="unsolved"),
 ]
 

@@ -177,8 +177,20 @@ def trim_returns_none(messages, keep_last):
     trim_right(messages, keep_last)
 
 
+def trim_counts_messages(messages, keep_last):
+    """keep_last read as the newest messages of any role, not the newest tool messages."""
+    old = range(len(messages) - keep_last)
+    return [{**m, "content": note(m["content"])}
+            if i in old and m["role"] == "tool" and len(m["content"]) > 80 else m
+            for i, m in enumerate(messages)]
+
+
+def trim_borrows_the_package(messages, keep_last):
+    return trim_old_tool_results(messages, keep_last)
+
+
 @pytest.mark.parametrize(("fn", "expected"), [
-    (trim_right, "全部 6 项通过"),
+    (trim_right, "全部 7 项通过"),
     (trim_unsolved, "还没完成"),
     (trim_mutates, "不要改传进来的消息"),
     (trim_drops_old_results, "不能删 tool 消息"),
@@ -190,6 +202,8 @@ def trim_returns_none(messages, keep_last):
     (trim_returns_same_list, "要返回一个新列表"),
     (trim_touches_assistant, "只缩短 tool 消息"),
     (trim_returns_none, "应该返回一个由字典组成的列表"),
+    (trim_counts_messages, "keep_last 数的是 tool 消息，不是全部消息"),
+    (trim_borrows_the_package, "你的函数用了包里现成的 trim_old_tool_results"),
 ], ids=lambda value: value.__name__ if callable(value) else "")
 def test_my_trim_checker(fn, expected, capsys):
     check_my_trim(fn)
@@ -198,6 +212,13 @@ def test_my_trim_checker(fn, expected, capsys):
     assert "Traceback" not in out
     if fn is not trim_right:
         assert "🎉" not in out
+
+
+def test_counting_messages_is_not_blamed_on_slicing(capsys):
+    """keep_last=5 cuts the same message for two mistakes; the hint names the right one."""
+    check_my_trim(trim_counts_messages)
+    out = capsys.readouterr().out
+    assert "小心负数切片" not in out and out.count("keep_last 数的是 tool 消息") == 2
 
 
 def test_dropping_results_is_refused_by_the_scripted_model(capsys):

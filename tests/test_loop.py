@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from vibe_agent.course.reference import reference_model
 from vibe_agent.course.scripted import (
     ScriptedModel,
     answer,
@@ -15,7 +16,6 @@ from vibe_agent.course.scripted import (
     calls,
     http_error,
     misbehaving,
-    reference_model,
     usage_of,
 )
 from vibe_agent.loop import StopReason, run_agent

@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 import httpx2
 import pytest
 
-from vibe_agent.course.scripted import REFERENCE_MODEL_NAME, ScriptedModel, answer, misbehaving
-from vibe_agent.course.scripted import reference_model as reference
+from vibe_agent.course.reference import REFERENCE_MODEL_NAME
+from vibe_agent.course.reference import reference_model as reference
+from vibe_agent.course.scripted import ScriptedModel, answer, misbehaving
 from vibe_agent.loop import StopReason, run_agent
 from vibe_agent.naive import (
     SCRIPTED_FAILURES,

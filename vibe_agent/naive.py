@@ -86,7 +86,11 @@ def json_convention_prompt(registry: ToolRegistry) -> str:
 
 @dataclass
 class Action:
-    """What a reply asks for: a tool call or a final answer."""
+    """One step of an agent: a tool call, or a final answer.
+
+    Parsed here out of a model's reply; the course's scripted reference model
+    (`vibe_agent.course.reference.plan`) decides its next step in the same shape.
+    """
 
     tool: str | None = None
     arguments: dict[str, Any] = field(default_factory=dict)

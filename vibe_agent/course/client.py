@@ -30,7 +30,7 @@ import openai
 
 from ..world import World, real_world, system_clock
 from .cassette import Cassette, RecordTransport, ReplayTransport, record_world, replay_world
-from .scripted import REFERENCE_MODEL_NAME, reference_model
+from .reference import REFERENCE_MODEL_NAME, reference_model
 
 MODES = ("replay", "record", "live", "local", "reference")
 RECORD_SOURCES = ("reference", "local", "live")

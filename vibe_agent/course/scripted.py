@@ -14,17 +14,18 @@ Scripts come in two shapes:
 - a list of `Reply` objects, consumed in order (running out raises `ScriptExhausted`);
 - a policy `f(request_body) -> Reply` that decides from what it was sent.
 
-`misbehaving(name)` builds the models the brakes lesson needs, and
-`reference_model()` takes the ideal path on the course's tasks. Scripted models
-report no `usage` unless a reply carries one: they have no tokenizer, and we do
-not invent token counts.
+`max_requests=N` caps any script: request N + 1 raises `RequestCapReached`
+instead of being answered, so a loop that never stops cannot hang a notebook or a
+checker. `misbehaving(name)` builds the models the brakes lesson needs; the
+reference model (the ideal path on the course's tasks) lives in `reference.py`.
+Scripted models report no `usage` unless a reply carries one: they have no
+tokenizer, and we do not invent token counts.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,14 +33,17 @@ from typing import Any
 import httpx2
 import openai
 
-from ..naive import JSON_CONVENTION_MARKER
-
 SCRIPTED_BASE_URL = "http://scripted.invalid/v1"
 CREATED = 1_764_460_800  # a fixed timestamp keeps scripted JSON reproducible
 
 
 class ScriptExhausted(RuntimeError):
-    """The scripted model got more requests than its script has replies (a test bug)."""
+    """The scripted model got more requests than its script allows (a test bug, or a
+    loop that does not stop)."""
+
+
+class RequestCapReached(ScriptExhausted):
+    """The scripted model refused a request beyond its `max_requests` cap."""
 
 
 @dataclass
@@ -79,10 +83,25 @@ def calls(*specs: ToolCallSpec, content: str | None = None,
     return Reply(content=content, tool_calls=list(specs), usage=usage)
 
 
+# The error `type` and `code` OpenAI sends with these statuses (its error object always
+# carries message, type, param and code; param and code may be null).
+ERROR_KINDS: dict[int, tuple[str, str | None]] = {
+    400: ("invalid_request_error", None),
+    404: ("invalid_request_error", None),
+    429: ("requests", "rate_limit_exceeded"),
+    500: ("server_error", None),
+}
+
+
+def error_body(status: int, message: str, param: str | None = None) -> dict[str, Any]:
+    """An error body in OpenAI's shape: {"error": {message, type, param, code}}."""
+    kind, code = ERROR_KINDS.get(status, ("api_error", None))
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
 def http_error(status: int, message: str = "scripted failure") -> Reply:
     """An HTTP error response such as 429 (rate limited) or 500."""
-    return Reply(status=status, raw={"error": {"message": message, "type": "scripted_error",
-                                               "code": str(status)}})
+    return Reply(status=status, raw=error_body(status, message))
 
 
 def usage_of(prompt: int, completion: int) -> dict[str, int]:
@@ -99,11 +118,15 @@ class ScriptedModel(httpx2.BaseTransport):
 
     Args:
         script: a list of replies (used in order) or a policy function.
-        name: shown in provenance; says what this model is.
+        name: shown in provenance and errors; says what this model is.
+        max_requests: answer at most this many requests; the next one raises
+            `RequestCapReached` (None: no cap).
     """
 
-    def __init__(self, script: Sequence[Reply] | Policy, *, name: str = "scripted") -> None:
+    def __init__(self, script: Sequence[Reply] | Policy, *, name: str = "scripted",
+                 max_requests: int | None = None) -> None:
         self.name = name
+        self.max_requests = max_requests
         self._policy = script if callable(script) else None
         self._replies = [] if callable(script) else list(script)
         self.requests: list[dict[str, Any]] = []
@@ -127,14 +150,20 @@ class ScriptedModel(httpx2.BaseTransport):
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         if not request.url.path.endswith("/chat/completions"):
-            return httpx2.Response(404, json={"error": {"message": "scripted models only "
-                                                        "serve /chat/completions"}})
+            return httpx2.Response(404, json=error_body(
+                404, f"Invalid URL ({request.method} {request.url.path}): scripted models "
+                     "only serve /chat/completions"))
         body = json.loads(request.content)
         self.requests.append(body)
+        if self.max_requests is not None and len(self.requests) > self.max_requests:
+            raise RequestCapReached(
+                f"scripted model {self.name!r} answers at most max_requests="
+                f"{self.max_requests} requests and refused request #{len(self.requests)}: "
+                "the loop calling it did not stop by itself"
+            )
         problem = protocol_error(body)
-        if problem:  # what a real provider answers to a broken history
-            return httpx2.Response(400, json={"error": {
-                "message": problem, "type": "invalid_request_error", "code": None}})
+        if problem:  # what OpenAI answers to a broken history
+            return httpx2.Response(400, json=error_body(400, problem, param="messages"))
         reply = self._next_reply(body)
         if reply.raw is not None:
             return httpx2.Response(reply.status, json=reply.raw)
@@ -152,9 +181,10 @@ class ScriptedModel(httpx2.BaseTransport):
         return self._replies[len(self.requests) - 1]
 
     def completion(self, model: str, reply: Reply) -> dict[str, Any]:
-        """Build the ChatCompletion JSON for a reply."""
+        """Build the ChatCompletion JSON for a reply, with every field OpenAI always sends."""
         n = next(self._ids)
-        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content,
+                                   "refusal": None}
         if reply.tool_calls:
             message["tool_calls"] = [
                 {"id": spec.id or f"call_{n}_{i}", "type": "function",
@@ -202,39 +232,17 @@ def protocol_error(body: dict[str, Any]) -> str | None:
 
 
 # ---------------------------------------------------------------------------
-# Reading a request: what was asked, which tools exist, what came back
+# Reading a request: which tools exist, what came back
 # ---------------------------------------------------------------------------
 
 
 def offered_tools(body: dict[str, Any]) -> list[str]:
+    """The names of the tools a request offers."""
     return [tool["function"]["name"] for tool in body.get("tools") or []]
 
 
-def current_question(body: dict[str, Any]) -> str:
-    users = [m for m in body["messages"] if m["role"] == "user"]
-    return str(users[0]["content"]) if users else ""
-
-
-def _system_prompt(body: dict[str, Any]) -> str:
-    return next((str(m["content"]) for m in body["messages"] if m["role"] == "system"), "")
-
-
-def naive_results(body: dict[str, Any]) -> list[tuple[str, str]]:
-    """(tool name, result) pairs in a JSON-convention conversation ("Observation: ...")."""
-    results: list[tuple[str, str]] = []
-    last_tool = "?"
-    for m in body["messages"][1:]:
-        text = str(m.get("content") or "")
-        if m["role"] == "assistant":
-            found = re.search(r'"tool"\s*:\s*"([^"]+)"', text)
-            last_tool = found.group(1) if found else "?"
-        elif m["role"] == "user" and text.startswith("Observation: "):
-            results.append((last_tool, text.removeprefix("Observation: ")))
-    return results
-
-
 def results_this_turn(body: dict[str, Any]) -> list[tuple[str, str]]:
-    """(tool name, result text) for every tool message after the first user message."""
+    """(tool name, result text) for every tool message in the request, in order."""
     names: dict[str, str] = {}
     results: list[tuple[str, str]] = []
     for m in body["messages"]:
@@ -246,8 +254,10 @@ def results_this_turn(body: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 # ---------------------------------------------------------------------------
-# Misbehaving models for the brakes lesson and the tests
+# Misbehaving models for the brakes lesson and the tests: each is a policy
 # ---------------------------------------------------------------------------
+
+PRODUCT = {"expression": "17 * 23"}
 
 
 def _first_tool(body: dict[str, Any]) -> str:
@@ -261,165 +271,81 @@ def _wrong_value(schema: dict[str, Any]) -> Any:
             "array": "not a list"}.get(schema.get("type", "string"), None)
 
 
-def _wrong_types_call(body: dict[str, Any]) -> ToolCallSpec:
+def repeat_forever(body: dict[str, Any]) -> Reply:
+    """The same call every time, whatever comes back."""
+    return calls(call(_first_tool(body), PRODUCT))
+
+
+def invalid_json(body: dict[str, Any]) -> Reply:
+    """Arguments that are not valid JSON (an unclosed object), every time."""
+    return calls(call(_first_tool(body), '{"expression": 17 * 23'))
+
+
+def unknown_tool(body: dict[str, Any]) -> Reply:
+    """A call to a tool nobody offered."""
+    return calls(call("search_web", {"query": "17 × 23"}))
+
+
+def wrong_types(body: dict[str, Any]) -> Reply:
+    """The first offered tool, every argument of the wrong JSON type."""
     tool = (body.get("tools") or [{"function": {"name": "calculator", "parameters": {
         "properties": {"expression": {"type": "string"}}}}}])[0]["function"]
     props = tool.get("parameters", {}).get("properties", {})
-    return call(tool["name"], {n: _wrong_value(s) for n, s in props.items()})
+    return calls(call(tool["name"], {n: _wrong_value(s) for n, s in props.items()}))
 
 
-def _says_done_while_calling(body: dict[str, Any]) -> Reply:
-    if results_this_turn(body):
-        return answer("工具结果已收到，这是最终回答。")
-    return calls(call(_first_tool(body), {"expression": "17 * 23"}), content="完成！")
-
-
-def _parallel_calls(body: dict[str, Any]) -> Reply:
+def parallel_calls(body: dict[str, Any]) -> Reply:
+    """Three calls in one reply, ids out of order; then the results joined as the answer."""
     results = results_this_turn(body)
     if results:
         return answer("；".join(text for _, text in results))
-    return calls(call("calculator", {"expression": "17 * 23"}, id="call_b"),
+    return calls(call("calculator", PRODUCT, id="call_b"),
                  call("calculator", {"expression": "2 ** 10"}, id="call_a"),
                  call("current_time", {"timezone": "Asia/Shanghai"}, id="call_c"))
 
 
-def _omits_usage() -> list[Reply]:
-    return [calls(call("calculator", {"expression": "17 * 23"}), usage=usage_of(100, 10)),
-            answer("17 × 23 = 391。")]  # the second response carries no usage at all
+def says_done_while_calling(body: dict[str, Any]) -> Reply:
+    """"完成！" in the content while still asking for a tool; then a real answer."""
+    if results_this_turn(body):
+        return answer("工具结果已收到，这是最终回答。")
+    return calls(call(_first_tool(body), PRODUCT), content="完成！")
 
 
-MISBEHAVIOURS: dict[str, Callable[[], Sequence[Reply] | Policy]] = {
-    "repeat_forever": lambda: lambda body: calls(call(_first_tool(body),
-                                                      {"expression": "17 * 23"})),
-    "invalid_json": lambda: lambda body: calls(call(_first_tool(body), '{"expression": 17 * 23')),
-    "unknown_tool": lambda: lambda body: calls(call("search_web", {"query": "17 × 23"})),
-    "wrong_types": lambda: lambda body: calls(_wrong_types_call(body)),
-    "parallel_calls": lambda: _parallel_calls,
-    "says_done_while_calling": lambda: _says_done_while_calling,
-    "http_429": lambda: lambda body: http_error(429, "Rate limit reached, retry later"),
-    "http_500": lambda: lambda body: http_error(500, "Internal server error"),
-    "no_choices": lambda: lambda body: Reply(raw={
-        "id": "chatcmpl-empty", "object": "chat.completion", "created": CREATED,
-        "model": body["model"], "choices": []}),
-    "omits_usage": _omits_usage,
-}
+def http_429(body: dict[str, Any]) -> Reply:
+    """The provider is rate limiting."""
+    return http_error(429, "Rate limit reached, retry later")
 
 
-def misbehaving(name: str) -> ScriptedModel:
+def http_500(body: dict[str, Any]) -> Reply:
+    """The provider failed."""
+    return http_error(500, "Internal server error")
+
+
+def no_choices(body: dict[str, Any]) -> Reply:
+    """A 200 response whose `choices` list is empty."""
+    return Reply(raw={"id": "chatcmpl-empty", "object": "chat.completion", "created": CREATED,
+                      "model": body["model"], "choices": []})
+
+
+def omits_usage(body: dict[str, Any]) -> Reply:
+    """Usage on the first response, none on the second (the final answer)."""
+    if results_this_turn(body):
+        return answer("17 × 23 = 391。")
+    return calls(call("calculator", PRODUCT), usage=usage_of(100, 10))
+
+
+MISBEHAVIOURS: dict[str, Policy] = {policy.__name__: policy for policy in (
+    repeat_forever, invalid_json, unknown_tool, wrong_types, parallel_calls,
+    says_done_while_calling, http_429, http_500, no_choices, omits_usage)}
+
+
+def misbehaving(name: str, *, max_requests: int | None = None) -> ScriptedModel:
     """A scripted model with a named misbehaviour (see `MISBEHAVIOURS`).
 
     Args:
         name: one of the keys of `MISBEHAVIOURS`, e.g. "repeat_forever".
+        max_requests: the request cap (None: no cap).
     """
     if name not in MISBEHAVIOURS:
         raise KeyError(f"unknown misbehaviour {name!r}; choose from {sorted(MISBEHAVIOURS)}")
-    return ScriptedModel(MISBEHAVIOURS[name](), name=f"scripted-{name}")
-
-
-# ---------------------------------------------------------------------------
-# The scripted reference model: the ideal path on the course's tasks
-# ---------------------------------------------------------------------------
-
-
-@dataclass
-class Step:
-    """What the reference decides next: a tool call, or a final answer."""
-
-    tool: str | None = None
-    arguments: dict[str, Any] = field(default_factory=dict)
-    answer: str | None = None
-
-
-_ARITHMETIC = re.compile(r"(\d+(?:\.\d+)?)\s*([×xX*÷/+\-])\s*(\d+(?:\.\d+)?)")
-_URL = re.compile(r"https?://[^\s，。、）)\"']+")
-_CITIES = ("北京", "上海", "广州", "深圳", "杭州", "Beijing", "Shanghai")
-
-
-def _result_value(text: str) -> str:
-    """The part after '=' in a calculator result, else the text itself."""
-    return text.rsplit("=", 1)[-1].strip() if "=" in text else text.strip()
-
-
-def plan(question: str, results: list[tuple[str, str]]) -> Step:
-    """The ideal next step for a question, given the tool results so far.
-
-    Args:
-        question: the user's question.
-        results: (tool name, result text) pairs already returned this turn.
-    """
-    if results and results[-1][1].startswith("Error"):
-        return Step(answer=f"工具返回了错误：{results[-1][1]} 我没法据此给出可靠的答案。")
-    done = {name: text for name, text in results}
-    if "2099" in question:
-        return Step(answer="我无法知道 2099 年世界杯的冠军：那是未来的比赛，"
-                           "现在没有任何人或工具能告诉我结果。")
-    url = _URL.search(question)
-    if url and re.search(r"长度|字符|length", question, re.I):
-        if "page_length" not in done:
-            return Step("page_length", {"url": url.group(0)})
-        count = re.search(r"(\d+) characters", done["page_length"])
-        if "calculator" not in done and count:
-            return Step("calculator", {"expression": f"{count.group(1)} / 7"})
-        if count:
-            return Step(answer=f"这个网页共有 {count.group(1)} 个字符，除以 7 约等于 "
-                               f"{_result_value(done['calculator'])}。")
-    if re.search(r"几点|时间|what time", question, re.I):
-        if "current_time" not in done:
-            return Step("current_time", {"timezone": "Asia/Shanghai"})
-        return Step(answer=f"现在是 {done['current_time']}。")
-    math = _ARITHMETIC.search(question)
-    if math:
-        op = {"×": "*", "x": "*", "X": "*", "÷": "/"}.get(math.group(2), math.group(2))
-        expression = f"{math.group(1)} {op} {math.group(3)}"
-        if "calculator" not in done:
-            return Step("calculator", {"expression": expression})
-        return Step(answer=f"{math.group(0)} = {_result_value(done['calculator'])}。")
-    city = next((c for c in _CITIES if c in question), None)
-    if city and "天气" in question:
-        if "get_weather" not in done:
-            return Step("get_weather", {"city": city})
-        return Step(answer=done["get_weather"])
-    stock = re.search(r"\b(\d{6}|[A-Z]{2,5})\b", question)
-    if stock and re.search(r"股价|股票|stock", question, re.I):
-        if "get_stock" not in done:
-            return Step("get_stock", {"code": stock.group(1)})
-        return Step(answer=done["get_stock"])
-    return Step(answer="（脚本参考模型）这个问题不在我的脚本里，我不知道答案。")
-
-
-def _missing_tool(tool: str) -> str:
-    return f"回答这个问题需要 {tool} 工具，但这次没有提供它，所以我无法回答。"
-
-
-def reference_policy(body: dict[str, Any]) -> Reply:
-    """The reference model's policy: native tool_calls, or the naive prompt conventions."""
-    system = _system_prompt(body)
-    if JSON_CONVENTION_MARKER in system:  # the naive agent's one-JSON-object convention
-        step = plan(current_question(body), naive_results(body))
-        if step.tool and f"- {step.tool}(" not in system:
-            step = Step(answer=_missing_tool(step.tool))
-        data = ({"answer": step.answer} if step.tool is None
-                else {"tool": step.tool, "arguments": step.arguments})
-        return answer(json.dumps(data, ensure_ascii=False))
-    prompt = current_question(body)
-    described = "tools" not in body and "\n- " in prompt  # tools only described in the text
-    question = prompt.split("\n\n", 1)[0] if described else prompt
-    step = plan(question, results_this_turn(body))
-    if described and step.tool and f"- {step.tool}(" in prompt:
-        # tools only described in the prompt: the best a model can do is SAY the call
-        args = ", ".join(f"{k}={v!r}" for k, v in step.arguments.items())
-        return answer(f"我需要调用 {step.tool}({args}) 才能回答。"
-                      "（我只能写下这句话，没有程序会替我执行它。）")
-    if step.tool is None:
-        return answer(step.answer or "")
-    if step.tool not in offered_tools(body):
-        return answer(_missing_tool(step.tool))
-    return calls(call(step.tool, step.arguments))
-
-
-REFERENCE_MODEL_NAME = "vibe-reference"
-
-
-def reference_model() -> ScriptedModel:
-    """The scripted reference model: takes the ideal path, states it is scripted."""
-    return ScriptedModel(reference_policy, name=REFERENCE_MODEL_NAME)
+    return ScriptedModel(MISBEHAVIOURS[name], name=f"scripted-{name}", max_requests=max_requests)

@@ -3,9 +3,9 @@
     check_first_answer(first_answer)   first_answer(client, model, question) -> str
     check_pick_mode(pick_mode)         pick_mode(env, requested) -> str
 
-`first_answer` is run against scripted models (vibe_agent.scripted): each case looks
+`first_answer` is run against scripted models (`vibe_agent.course.scripted`): each case looks
 at what the learner's function sent (the request body the scripted model received)
-and what it returned. `pick_mode` is compared with `vibe_agent.client.resolve_mode`,
+and what it returned. `pick_mode` is compared with `vibe_agent.course.client.resolve_mode`,
 the rule `make_client` itself uses, over a table of environments.
 """
 
@@ -19,73 +19,65 @@ from unittest.mock import patch
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from openai.types.chat.chat_completion import Choice
 
-from ..client import resolve_mode
+from ..client import make_client, resolve_mode
 from ..scripted import ScriptedModel, answer
-from . import Report
-from . import fail as _fail
-from . import short as _short
+from . import Report, Verdict, attempt, fail, short
 
 # ---------------------------------------------------------------------------
 # Exercise 0.1: first_answer(client, model, question) -> str
 # ---------------------------------------------------------------------------
 
 
-def _ask(fn: Callable[..., Any], model: str, question: str, reply: str
-         ) -> tuple[Any, list[dict[str, Any]]]:
-    """Run the learner's function on a fresh scripted model; (return value, requests)."""
-    scripted = ScriptedModel([answer(reply), answer("（第二次请求的回答）")],
-                             name="checker-00")
-    got = fn(scripted.client(), model, question)
-    return got, scripted.requests
-
-
-def _check_return(report: Report, got: Any, reply: str) -> None:
+def _check_return(got: Any, reply: str) -> None:
     """The value must be the answer's text itself, not an object that holds it."""
     if isinstance(got, ChatCompletion):
-        _fail(report, "返回的是整个 response 对象（ChatCompletion），不是文字。",
-              "回答的文字在 response.choices[0].message.content。")
+        fail("返回的是整个 response 对象（ChatCompletion），不是文字。",
+             "回答的文字在 response.choices[0].message.content。")
     if isinstance(got, list) and got and isinstance(got[0], Choice):
-        _fail(report, "返回的是 response.choices 这个列表。",
-              "取第一个选项的文字：response.choices[0].message.content。")
+        fail("返回的是 response.choices 这个列表。",
+             "取第一个选项的文字：response.choices[0].message.content。")
     if isinstance(got, Choice):
-        _fail(report, "返回的是 response.choices[0]（一个 Choice 对象）。",
-              "还差两步：.message.content。")
+        fail("返回的是 response.choices[0]（一个 Choice 对象）。", "还差两步：.message.content。")
     if isinstance(got, ChatCompletionMessage):
-        _fail(report, "返回的是 message 对象（ChatCompletionMessage），不是文字。",
-              "文字在它的 .content 属性里：response.choices[0].message.content。")
+        fail("返回的是 message 对象（ChatCompletionMessage），不是文字。",
+             "文字在它的 .content 属性里：response.choices[0].message.content。")
     if not isinstance(got, str):
-        _fail(report, f"应该返回 str，得到的是 {type(got).__name__}：{_short(got)}",
-              "返回 response.choices[0].message.content。")
+        fail(f"应该返回 str，得到的是 {type(got).__name__}：{short(got)}",
+             "返回 response.choices[0].message.content。")
     if got != reply:
-        _fail(report, f"期望返回模型的回答 {reply!r}，得到 {_short(got)}",
-              "原样返回 message.content：不要改写、拼接，也不要写死一个答案。")
+        fail(f"期望返回模型的回答 {reply!r}，得到 {short(got)}",
+             "原样返回 message.content：不要改写、拼接，也不要写死一个答案。")
 
 
-def _check_request(report: Report, requests: list[dict[str, Any]], model: str,
-                   question: str) -> None:
+EXTRA_HINT = ("这道题只传 model 和 messages 两个参数。多一个字段，请求就和本课录音里的不一样了："
+              "下面用回放的单元格会因此对不上录音。temperature 等参数第 04 课再加。")
+
+
+def _check_request(requests: list[dict[str, Any]], model: str, question: str) -> None:
     """Exactly one request, with the given model and one user message holding the question."""
     if not requests:
-        _fail(report, "函数没有向模型发出任何请求。",
-              "要真的调用 client.chat.completions.create(...)，答案只能从模型那里来。")
+        fail("函数没有向模型发出任何请求。",
+             "要真的调用 client.chat.completions.create(...)，答案只能从模型那里来。")
     if len(requests) > 1:
-        _fail(report, f"函数向模型发了 {len(requests)} 次请求，只需要 1 次。",
-              "调用一次 client.chat.completions.create，就从这一个 response 里取文字。")
+        fail(f"函数向模型发了 {len(requests)} 次请求，只需要 1 次。",
+             "调用一次 client.chat.completions.create，就从这一个 response 里取文字。")
     body = requests[0]
     if body.get("model") != model:
-        _fail(report, f"请求里的 model 是 {body.get('model')!r}，但传进来的参数是 {model!r}。",
-              "不要写死模型名，用参数 model：回放、在线、本地模式下的模型名各不相同。")
+        fail(f"请求里的 model 是 {body.get('model')!r}，但传进来的参数是 {model!r}。",
+             "不要写死模型名，用参数 model：回放、在线、本地模式下的模型名各不相同。")
     messages = body.get("messages") or []
     wanted = [{"role": "user", "content": question}]
-    if messages == wanted:
-        return
-    as_system = [m for m in messages if m.get("role") == "system"
-                 and m.get("content") == question]
-    if as_system:
-        _fail(report, "问题被放进了 role=\"system\" 的消息里。",
-              "用户的问题用 role=\"user\" 发送；system 消息是给模型的行为说明，这一课用不到。")
-    _fail(report, f"messages 应该正好是 {wanted!r}，实际发送的是 {_short(messages, 200)}",
-          "只发一条消息：{\"role\": \"user\", \"content\": question}，"
-          "question 用参数，不要写死。")
+    if messages != wanted:
+        if any(m.get("role") == "system" and m.get("content") == question for m in messages):
+            fail("问题被放进了 role=\"system\" 的消息里。",
+                 "用户的问题用 role=\"user\" 发送；system 消息是给模型的行为说明，这一课用不到。")
+        fail(f"messages 应该正好是 {wanted!r}，实际发送的是 {short(messages, 200)}",
+             "只发一条消息：{\"role\": \"user\", \"content\": question}，"
+             "question 用参数，不要写死。")
+    extra = sorted(set(body) - {"model", "messages"})
+    if extra:
+        shown = "，".join(f"{key}={body[key]!r}" for key in extra)
+        fail(f"请求里多了 {shown}。", EXTRA_HINT)
 
 
 FIRST_ANSWER_CASES = [
@@ -98,7 +90,7 @@ FIRST_ANSWER_CASES = [
 ]
 
 
-def check_first_answer(fn: Callable[..., Any]) -> bool:
+def check_first_answer(fn: Callable[..., Any]) -> Verdict:
     """Check `first_answer(client, model, question) -> str` against scripted models.
 
     Args:
@@ -106,13 +98,14 @@ def check_first_answer(fn: Callable[..., Any]) -> bool:
     """
     report = Report("练习 0.1：first_answer —— 发一个问题，返回回答的文字")
     for name, model, question, reply in FIRST_ANSWER_CASES:
-        if report.unsolved:
-            break
         with report.case(name):
-            got, requests = _ask(fn, model, question, reply)
-            _check_request(report, requests, model, question)
-            _check_return(report, got, reply)
-    return report.show()
+            scripted = ScriptedModel([answer(reply), answer("（第二次请求的回答）")],
+                                     name="checker-00")
+            got = attempt(fn, scripted.client(), model, question).get(
+                "返回 response.choices[0].message.content。")
+            _check_request(scripted.requests, model, question)
+            _check_return(got, reply)
+    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -146,34 +139,31 @@ PICK_MODE_CASES: list[tuple[str, dict[str, str], str | None, str]] = [
 ]
 
 
+OS_ENVIRON_HINT = ("看起来你读的是 os.environ（这台机器的环境变量），而不是参数 env。"
+                   "只用传进来的 env。")
+
+
 def _reads_os_environ(fn: Callable[[dict[str, str], str | None], str]) -> bool:
     """True when the learner's function reads this machine's os.environ instead of `env`."""
-    try:
-        with patch.dict(os.environ, {"VIBE_AGENT_MODE": "record"}):
-            return fn({}, None) == "record"
-    except Exception:  # noqa: BLE001 - the table's cases report the learner's errors
-        return False
+    with patch.dict(os.environ, {"VIBE_AGENT_MODE": "record"}):
+        return attempt(fn, {}, None).value == "record"
 
 
-def check_pick_mode(fn: Callable[[dict[str, str], str | None], str]) -> bool:
+def check_pick_mode(fn: Callable[[dict[str, str], str | None], str]) -> Verdict:
     """Compare `pick_mode(env, requested)` with `resolve_mode` over a table of environments.
 
     Args:
         fn: the learner's function.
     """
     report = Report("练习 0.2：pick_mode —— 选出运行模式")
-    reads_os_environ = _reads_os_environ(fn)
+    if report.borrows(fn, resolve_mode, make_client, hint=(
+            "这道题要你亲手写出这条规则：只用参数 env 和 requested，按题目的三条顺序判断。")):
+        return report.verdict()
     for name, env, requested, hint in PICK_MODE_CASES:
-        if report.unsolved:
-            break
         with report.case(name):
             wanted = resolve_mode(requested, env)
-            got = fn(dict(env), requested)  # a copy: the table stays intact
-            if got == wanted:
-                continue
-            what = f"env={env!r}, requested={requested!r}：期望 {wanted!r}，得到 {got!r}"
-            if reads_os_environ:
-                hint = ("看起来你读的是 os.environ（这台机器的环境变量），"
-                        "而不是参数 env。只用传进来的 env。")
-            _fail(report, what, hint)
-    return report.show()
+            got = attempt(fn, dict(env), requested).get(hint)  # a copy: the table stays intact
+            if got != wanted:
+                fail(f"env={env!r}, requested={requested!r}：期望 {wanted!r}，得到 {got!r}",
+                     OS_ENVIRON_HINT if _reads_os_environ(fn) else hint)
+    return report.verdict()

@@ -6,7 +6,8 @@
                                        wrote itself (not the ones our program appended)
 
 The replies are `naive.SCRIPTED_FAILURES` (examples we wrote, not model output) plus a
-few more written for these checks. Each typical mistake is recognised by what the
+few more written for these checks (a JSON object over several lines, prose and JSON on
+one line, braces inside a string). Each typical mistake is recognised by what the
 learner's function returned or raised, and gets its own hint.
 """
 
@@ -18,9 +19,7 @@ from typing import Any
 
 from ...naive import SCRIPTED_FAILURES, json_convention_prompt
 from ...tools import demo_registry
-from . import Report
-from . import fail as _fail
-from . import short as _short
+from . import Attempt, Report, Verdict, attempt, fail, short
 
 # ---------------------------------------------------------------------------
 # Exercise 1.1: parse_action(text) -> dict, or ValueError
@@ -51,6 +50,13 @@ PROSE_ONLY_HINT = ("这条回复里没有 JSON，不能把整段文字当成答�
 BOLD_HINT = ("工具名两边的 ** 是 Markdown 加粗：去掉它（name.strip(\"*\")），"
              "否则注册表里找不到叫 **calculator** 的工具。")
 NO_ACTION_HINT = "JSON 里既没有 \"tool\" 也没有 \"answer\"，它不是一个动作：raise ValueError。"
+LINES_HINT = ("模型常把 JSON 排成好几行：一个对象跨了多行，逐行 json.loads 每一行都读不出来。"
+              "不要按行切开，在整段文字里从每个 { 开始试着 raw_decode。")
+SAME_LINE_HINT = ("JSON 和说明文字可能在同一行（好的：{…}）：对这一行 json.loads 也会失败。"
+                  "在整段文字里从每个 { 开始试着 raw_decode，不要按行找。")
+BRACE_COUNT_HINT = ("字符串里的 { 和 } 不算括号：自己数括号会在字符串里的 } 处提前收尾。"
+                    "别自己数，让 json.JSONDecoder().raw_decode 去读，它认得字符串。")
+MULTI_LINE_JSON = json.dumps(CALC, indent=2)  # one object over seven lines
 
 # (case name, reply text, expected dict or REFUSE, hint when the outcome is wrong)
 PARSE_CASES: list[tuple[str, str, dict[str, Any] | type[ValueError], str]] = [
@@ -79,44 +85,34 @@ PARSE_CASES: list[tuple[str, str, dict[str, Any] | type[ValueError], str]] = [
     ("两个调用放在同一个代码围栏里", f"```json\n{CALC_JSON}\n{TIME_JSON}\n```", REFUSE,
      SEVERAL_HINT),
     ("JSON 里既没有 tool 也没有 answer", '{"result": 391}', REFUSE, NO_ACTION_HINT),
+    ("一个 JSON 对象排成了好几行", MULTI_LINE_JSON, CALC, LINES_HINT),
+    ("说明文字和 JSON 在同一行（好的：{…}）", f"好的：{CALC_JSON}", CALC, SAME_LINE_HINT),
+    ("回答的文字里有花括号", '{"answer": "右花括号长这样：}，左花括号长这样：{"}',
+     {"answer": "右花括号长这样：}，左花括号长这样：{"}, BRACE_COUNT_HINT),
 ]
 
 SHAPE_HINT = ("返回一个普通的 dict：调用是 {\"tool\": 名字, \"arguments\": {...}}，"
               "回答是 {\"answer\": 文字}。")
 
 
-def _run(fn: Callable[[str], Any], text: str) -> tuple[Any, BaseException | None]:
-    """What the learner's function returned, or the exception it raised.
-
-    NotImplementedError passes through: Report turns it into "还没完成".
-    """
-    try:
-        return fn(text), None
-    except NotImplementedError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - every other exception is judged per case
-        return None, exc
-
-
-def _judge_parse(report: Report, got: Any, error: BaseException | None,
-                 wanted: dict[str, Any] | type[ValueError], hint: str) -> None:
+def _judge_parse(outcome: Attempt, wanted: dict[str, Any] | type[ValueError], hint: str) -> None:
+    got, error = outcome.value, outcome.error
     if wanted is REFUSE:
         if isinstance(error, ValueError):
             return
         if error is not None:
-            _fail(report, f"应该 raise ValueError，却抛出了 {type(error).__name__}: {error}",
-                  "不合约定的回复一律 raise ValueError(...)（json.JSONDecodeError 本身就是 "
-                  "ValueError 的子类，可以直接让它抛出去）。")
+            fail(f"应该 raise ValueError，却抛出了 {type(error).__name__}: {error}",
+                 "不合约定的回复一律 raise ValueError(...)（json.JSONDecodeError 本身就是 "
+                 "ValueError 的子类，可以直接让它抛出去）。")
         if got is None:
-            _fail(report, "返回了 None，应该 raise ValueError",
-                  "失败时不要返回 None：raise ValueError(\"…为什么…\")，"
-                  "调用方才不会把 None 当成一个动作。")
-        _fail(report, f"应该 raise ValueError，却返回了 {_short(got)}", hint)
+            fail("返回了 None，应该 raise ValueError",
+                 "失败时不要返回 None：raise ValueError(\"…为什么…\")，"
+                 "调用方才不会把 None 当成一个动作。")
+        fail(f"应该 raise ValueError，却返回了 {short(got)}", hint)
     if error is not None:
-        _fail(report, f"应该返回 {_short(wanted)}，却抛出了 {type(error).__name__}: {error}",
-              hint)
+        fail(f"应该返回 {short(wanted)}，却抛出了 {type(error).__name__}: {error}", hint)
     if not isinstance(got, dict):
-        _fail(report, f"应该返回 dict，得到 {type(got).__name__}：{_short(got)}", SHAPE_HINT)
+        fail(f"应该返回 dict，得到 {type(got).__name__}：{short(got)}", SHAPE_HINT)
     if got != wanted:
         tool = got.get("tool")
         if isinstance(tool, str) and "*" in tool:
@@ -125,17 +121,16 @@ def _judge_parse(report: Report, got: Any, error: BaseException | None,
             hint = "调用要带上 \"arguments\"：回复里没有时补上空的 {}。"
         elif set(got) != set(wanted):
             hint = SHAPE_HINT + "不要多放别的键。"
-        _fail(report, f"期望 {_short(wanted)}，得到 {_short(got)}", hint)
+        fail(f"期望 {short(wanted)}，得到 {short(got)}", hint)
 
 
-def check_parse_action(fn: Callable[[str], Any]) -> None:
+def check_parse_action(fn: Callable[[str], Any]) -> Verdict:
     """Exercise 1.1: read one action out of a reply, refuse anything else."""
     report = Report("练习 1.1：parse_action —— 宽容但不糊涂的解析器")
     for name, text, wanted, hint in PARSE_CASES:
         with report.case(name):
-            got, error = _run(fn, text)
-            _judge_parse(report, got, error, wanted, hint)
-    report.show()
+            _judge_parse(attempt(fn, text), wanted, hint)
+    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -192,10 +187,7 @@ def _finds_english(fn: Callable[[list[dict[str, str]]], Any],
                    messages: list[dict[str, str]]) -> bool:
     """Would the function find the line if the model had written "Observation:" instead?"""
     english = [{**m, "content": m["content"].replace("观察：", "Observation: ")} for m in messages]
-    try:
-        return bool(fn(english))
-    except Exception:  # noqa: BLE001 - only a probe for choosing the hint
-        return False
+    return bool(attempt(fn, english).value)
 
 
 def _observation_hint(fn: Callable[[list[dict[str, str]]], Any], got: list[Any],
@@ -220,16 +212,17 @@ def _observation_hint(fn: Callable[[list[dict[str, str]]], Any], got: list[Any],
     return "只收集 assistant 消息里以 “Observation:” 或 “观察：” 开头的行，去掉行首行尾的空白。"
 
 
-def check_fabricated_observations(fn: Callable[[list[dict[str, str]]], Any]) -> None:
+def check_fabricated_observations(fn: Callable[[list[dict[str, str]]], Any]) -> Verdict:
     """Exercise 1.2: find the tool results the model wrote itself."""
     report = Report("练习 1.2：fabricated_observations —— 找出模型自己编的“工具结果”")
     for name, messages, wanted in OBSERVATION_CASES:
         with report.case(name):
-            got = fn([dict(m) for m in messages])
+            got = attempt(fn, [dict(m) for m in messages]).get(
+                "只读 role 为 assistant 的消息，用 content.splitlines() 逐行检查。")
             if not isinstance(got, list):
-                _fail(report, f"应该返回 list，得到 {type(got).__name__}：{_short(got)}",
-                      "返回一个列表，每个元素是编造的那一行文字（str）；没有就返回 []。")
+                fail(f"应该返回 list，得到 {type(got).__name__}：{short(got)}",
+                     "返回一个列表，每个元素是编造的那一行文字（str）；没有就返回 []。")
             if got != wanted:
-                _fail(report, f"期望 {_short(wanted)}，得到 {_short(got)}",
-                      _observation_hint(fn, got, wanted, messages))
-    report.show()
+                fail(f"期望 {short(wanted)}，得到 {short(got)}",
+                     _observation_hint(fn, got, wanted, messages))
+    return report.verdict()

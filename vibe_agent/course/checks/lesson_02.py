@@ -5,7 +5,7 @@
     check_is_final(fn)           fn(message) -> True only when there are no tool_calls
 
 Every message a learner's function receives is a genuine `ChatCompletionMessage`: the
-checker asks a scripted model (see `vibe_agent.scripted`) through a real `openai.OpenAI`
+checker asks a scripted model (see `vibe_agent.course.scripted`) through a real `openai.OpenAI`
 client, exactly as the lesson does. Each typical mistake is recognised by what the
 function returned and gets its own hint.
 """
@@ -19,13 +19,11 @@ from typing import Any
 from openai.types.chat import ChatCompletionMessage
 from pydantic import BaseModel
 
+from ...loop import assistant_message
 from ..scripted import CREATED, Reply, ScriptedModel, answer, call, calls
-from . import Problem, Report
-from . import fail as _fail
-from . import short as _short
+from . import Problem, Report, Verdict, attempt, fail, short
 
 QUESTION = "17 × 23 等于多少？顺便告诉我现在几点。"
-# A problem found in what the learner returned: (what is wrong, hint).
 
 
 def scripted_message(reply: Reply) -> ChatCompletionMessage:
@@ -102,7 +100,7 @@ def _tool_call_problem(where: str, got: Any, want: dict[str, Any]) -> Problem:
                 f"得到 {function.get('name')!r}", "工具名原样抄 tc.function.name。")
     arguments, wanted = function.get("arguments"), want["function"]["arguments"]
     if isinstance(arguments, dict):
-        return (f"{where}.function.arguments 是 dict {_short(arguments)}",
+        return (f"{where}.function.arguments 是 dict {short(arguments)}",
                 "arguments 在协议里是一个 JSON 字符串。原样放回 tc.function.arguments，"
                 "不要 json.loads；解析是执行工具时的事。")
     if arguments != wanted:
@@ -115,7 +113,7 @@ def _assistant_problem(got: Any, want: dict[str, Any]) -> Problem:
     if isinstance(got, BaseModel):
         return f"返回的是 {type(got).__name__} 对象", PYDANTIC_HINT
     if not isinstance(got, dict):
-        return (f"应该返回 dict，得到 {type(got).__name__}：{_short(got)}",
+        return (f"应该返回 dict，得到 {type(got).__name__}：{short(got)}",
                 "返回 {\"role\": \"assistant\", \"content\": ..., \"tool_calls\": [...]}。")
     if got.get("role") != "assistant":
         return (f"role 应该是 'assistant'，得到 {got.get('role')!r}",
@@ -129,7 +127,7 @@ def _assistant_problem(got: Any, want: dict[str, Any]) -> Problem:
                 "content 原样用 message.content，不要改写，也不要把 None 换成别的值。")
     tool_calls = got.get("tool_calls")
     if not isinstance(tool_calls, list):
-        return (f"tool_calls 应该是 list，得到 {_short(tool_calls)}",
+        return (f"tool_calls 应该是 list，得到 {short(tool_calls)}",
                 "tool_calls 是一个列表，每个调用一项，顺序和 message.tool_calls 相同。")
     if len(tool_calls) != len(want["tool_calls"]):
         return (f"应该有 {len(want['tool_calls'])} 个 tool_calls，得到 {len(tool_calls)} 个",
@@ -144,20 +142,25 @@ def _assistant_problem(got: Any, want: dict[str, Any]) -> Problem:
                 "message.model_dump() 会带上 refusal、audio、function_call 这类字段"
                 "（多半是 None），有的服务商会拒绝它们。只保留 role、content、tool_calls 三个键。")
     if got != want:
-        return (f"期望 {_short(want)}，得到 {_short(got)}",
+        return (f"期望 {short(want)}，得到 {short(got)}",
                 "tool_calls 里每一项只要 id、type、function{name, arguments} 这几个键。")
     return None
 
 
-def check_assistant_message(fn: Callable[[ChatCompletionMessage], Any]) -> None:
+def check_assistant_message(fn: Callable[[ChatCompletionMessage], Any]) -> Verdict:
     """Exercise 2.1: turn the SDK's message into the assistant dict to append."""
     report = Report("练习 2.1：assistant 消息原样追加")
+    if report.borrows(fn, assistant_message, hint=(
+            "这道题要你自己从 message 的属性拼出这个 dict；包里的 assistant_message "
+            "第 04 课才拿来用。")):
+        return report.verdict()
     for name, reply in ASSISTANT_CASES:
         message = scripted_message(reply)
         with report.case(name):
-            got = fn(message)
-            _fail(report, _assistant_problem(got, expected_assistant(message)))
-    report.show()
+            got = attempt(fn, message).get(PYDANTIC_HINT)
+            if problem := _assistant_problem(got, expected_assistant(message)):
+                fail(*problem)
+    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -208,8 +211,8 @@ def _tool_messages_problem(got: Any, tool_calls: list[Any], tool: RecordingTool)
         return ("run_tool 收到的工具名不是字符串",
                 "第一个参数是工具名 tc.function.name（一个字符串）。")
     if sorted(tool.seen) != sorted(wanted_calls):
-        return (f"run_tool 被调用了 {len(tool.seen)} 次：{_short(tool.seen)}；"
-                f"应该对每个调用各执行一次：{_short(wanted_calls)}",
+        return (f"run_tool 被调用了 {len(tool.seen)} 次：{short(tool.seen)}；"
+                f"应该对每个调用各执行一次：{short(wanted_calls)}",
                 "遍历 tool_calls，每个调用执行一次 "
                 "run_tool(tc.function.name, tc.function.arguments)。")
     if not isinstance(got, list):
@@ -236,7 +239,7 @@ def _tool_messages_problem(got: Any, tool_calls: list[Any], tool: RecordingTool)
                     "模型和服务商靠它把结果对回调用。")
         if not isinstance(m.get("content"), str):
             return (f"第 {i + 1} 条的 content 是 {type(m.get('content')).__name__}："
-                    f"{_short(m.get('content'))}",
+                    f"{short(m.get('content'))}",
                     "content 必须是字符串：工具返回的不是字符串时，用 str(...) 转一下。")
     got_ids = [m["tool_call_id"] for m in got]
     if sorted(got_ids) != sorted(ids):
@@ -261,16 +264,18 @@ def _tool_messages_problem(got: Any, tool_calls: list[Any], tool: RecordingTool)
     return None
 
 
-def check_tool_messages(fn: Callable[[list[Any], Callable[[str, str], Any]], Any]) -> None:
+def check_tool_messages(fn: Callable[[list[Any], Callable[[str, str], Any]], Any]) -> Verdict:
     """Exercise 2.2: execute each call and answer it with a `role: "tool"` message."""
     report = Report("练习 2.2：每个调用一条 tool 消息，按 id 配对")
     for name, reply, results in TOOL_CASES:
         tool_calls = list(scripted_message(reply).tool_calls or [])
         tool = RecordingTool(results)
         with report.case(name):
-            got = fn(tool_calls, tool)
-            _fail(report, _tool_messages_problem(got, tool_calls, tool))
-    report.show()
+            got = attempt(fn, tool_calls, tool).get(
+                "每个调用用 tc.id、tc.function.name、tc.function.arguments 这几个属性。")
+            if problem := _tool_messages_problem(got, tool_calls, tool):
+                fail(*problem)
+    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -292,21 +297,21 @@ FINAL_CASES: list[tuple[str, Reply, bool, str]] = [
 ]
 
 
-def check_is_final(fn: Callable[[ChatCompletionMessage], Any]) -> None:
+def check_is_final(fn: Callable[[ChatCompletionMessage], Any]) -> Verdict:
     """Exercise 2.3: True only when the message carries no tool_calls."""
     report = Report("练习 2.3：唯一的退出信号")
     for name, reply, wanted, hint in FINAL_CASES:
         message = scripted_message(reply)
         with report.case(name):
-            got = fn(message)
+            got = attempt(fn, message).get(hint)
             if not isinstance(got, bool):
-                _fail(report, (f"应该返回 True 或 False，得到 {_short(got)}",
-                               "用 not message.tool_calls，结果就是一个 bool。"))
+                fail(f"应该返回 True 或 False，得到 {short(got)}",
+                     "用 not message.tool_calls，结果就是一个 bool。")
             if got != wanted:
                 shown = json.dumps({"content": message.content,
                                     "tool_calls": [tc.function.name
                                                    for tc in message.tool_calls or []]
                                     if message.tool_calls is not None else None},
                                    ensure_ascii=False)
-                _fail(report, (f"期望 {wanted}，得到 {got}（消息：{shown}）", hint))
-    report.show()
+                fail(f"期望 {wanted}，得到 {got}（消息：{shown}）", hint)
+    return report.verdict()

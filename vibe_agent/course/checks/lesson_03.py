@@ -3,11 +3,11 @@
 - `check_python_type_to_schema`: the learner's type translation, compared with the
   package's `vibe_agent.registry.json_type` on a table of annotations.
 - `check_safe_invoke`: the learner's minimal safe dispatcher, run on a table of the
-  model's typical mistakes; it must never raise, and must say what went wrong.
+  model's typical mistakes; it must never raise, and must say what went wrong — each
+  kind of mistake in its own words (one catch-all text for everything is refused).
 
-Each learner's function is called once per case before the verdict, so the hint can
-name the mistake it actually made (a bool read as integer, an unknown tool that
-raises KeyError, ...).
+The hint names the mistake the learner's function actually made (a bool read as
+integer, an unknown tool that raises KeyError, one text for every error, ...).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, Literal, get_origin
 
 from vibe_agent.registry import json_type
 
-from . import Report
+from . import Report, Verdict, attempt, fail
 
 # ---------------------------------------------------------------------------
 # Exercise 3.1: python_type_to_schema
@@ -39,7 +39,7 @@ PYTHON_NAMES = {"str", "int", "float", "bool", "list", "tuple", "dict"}
 
 
 def _type_hint(annotation: Any, got: Any, wanted: dict[str, Any],
-               error: Exception | None) -> str:
+               error: BaseException | None) -> str:
     """The most specific hint for what came back (or what was raised)."""
     origin = get_origin(annotation)
     if error is not None:
@@ -81,19 +81,22 @@ def _type_hint(annotation: Any, got: Any, wanted: dict[str, Any],
     return ""
 
 
-def check_python_type_to_schema(fn: Callable[[Any], dict[str, Any]]) -> None:
+def check_python_type_to_schema(fn: Callable[[Any], dict[str, Any]]) -> Verdict:
     """Compare the learner's translation with `json_type` on each annotation of the table."""
     report = Report("练习 3.1：把 Python 类型翻译成 JSON Schema")
+    if report.borrows(fn, json_type, hint=(
+            "这道题要你亲手写出这张对照表：用 get_origin / get_args 认出 list[...] 和 "
+            "Literal[...]，其余查一个小字典。")):
+        return report.verdict()
     for label, annotation in TYPE_CASES:
-        if report.unsolved:
-            break
-        wanted = json_type(annotation)
-        got, error = _run(fn, annotation)
-        with report.case(label, hint=_type_hint(annotation, got, wanted, error)):
-            if error is not None:
-                raise error
-            report.expect(got == wanted, f"期望 {_show(wanted)}，得到 {got!r}")
-    report.show()
+        with report.case(label):
+            wanted = json_type(annotation)
+            outcome = attempt(fn, annotation)
+            hint = _type_hint(annotation, outcome.value, wanted, outcome.error)
+            got = outcome.get(hint)
+            if got != wanted:
+                fail(f"期望 {_show(wanted)}，得到 {got!r}", hint)
+    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -146,12 +149,22 @@ RAISED_HINTS = {
     "raised": ("工具自己抛的异常也要接住：把 fn(**args) 放进 try，用 except Exception as exc "
                "接住所有异常，不要只接某一种。"),
 }
+CATCH_ALL_HINT = ("三种错误要分开处理、分开说：先用 name not in tools 判断工具在不在，再单独 "
+                  "try json.loads(arguments)，最后 try 调用工具。一个 except 兜住所有、"
+                  "再拼一段通用的文字，模型读到的多半和它犯的错无关"
+                  "（工具名拼错了，却被要求“发送合法的 JSON”）。")
+TOOL_LIST = ", ".join(CHECK_TOOLS)
+# Words that do not belong in the text for a kind of error: they come from a catch-all
+# `except` that says the same thing about every mistake.
+OFF_TOPIC = {
+    "unknown": ("JSON", "KeyError"),
+    "json": ("KeyError", TOOL_LIST),
+    "raised": ("JSON", TOOL_LIST),
+}
 
 
-def _safe_hint(kind: str, got: Any, expected: Any, error: Exception | None) -> str:
-    """The most specific hint for one safe_invoke case."""
-    if error is not None:
-        return RAISED_HINTS[kind]
+def _safe_hint(kind: str, got: Any, expected: Any) -> str:
+    """The most specific hint for one safe_invoke case that returned a wrong value."""
     if not isinstance(got, str):
         return ("要返回 str：工具结果会放进 role=tool 消息的 content，"
                 "必须是文字（用 str(...) 转换）。")
@@ -173,41 +186,41 @@ def _safe_hint(kind: str, got: Any, expected: Any, error: Exception | None) -> s
     return "把异常的消息也写进去：str(exc)，模型要靠它知道哪里错了。"
 
 
-def _safe_verdict(report: Report, kind: str, got: Any, expected: Any) -> None:
-    report.expect(isinstance(got, str), f"返回了 {type(got).__name__} {got!r}，不是 str")
+def _says_the_same_everywhere(fn: Callable[..., Any]) -> bool:
+    """True when an unknown tool and broken JSON get the very same text (one catch-all)."""
+    unknown = attempt(fn, _tools(), "search_web", '{"query": "weather"}').value
+    broken = attempt(fn, _tools(), "add", '{"a": 2, "b": ').value
+    return isinstance(unknown, str) and unknown == broken
+
+
+def _safe_verdict(kind: str, got: Any, expected: Any, hint: str) -> None:
+    if not isinstance(got, str):
+        fail(f"返回了 {type(got).__name__} {got!r}，不是 str", hint)
     if kind == "ok":
-        report.expect(got == expected, f"期望 {expected!r}，得到 {got!r}")
+        if got != expected:
+            fail(f"期望 {expected!r}，得到 {got!r}", hint)
         return
-    report.expect(got.startswith("Error"), f"返回的文字没有以 Error 开头：{got!r}")
+    if not got.startswith("Error"):
+        fail(f"返回的文字没有以 Error 开头：{got!r}", hint)
     missing = [word for word in expected if word not in got]
-    report.expect(not missing, f"返回的文字里缺少 {', '.join(missing)}：{got!r}")
+    if missing:
+        fail(f"返回的文字里缺少 {', '.join(missing)}：{got!r}", hint)
+    off_topic = [word for word in OFF_TOPIC[kind] if word in got]
+    if off_topic:
+        fail(f"这种错误的说明里出现了无关的 {', '.join(off_topic)}：{got!r}", CATCH_ALL_HINT)
 
 
-def check_safe_invoke(fn: Callable[[dict[str, Callable[..., Any]], str, str], str]) -> None:
+def check_safe_invoke(fn: Callable[[dict[str, Callable[..., Any]], str, str], str]) -> Verdict:
     """Run the learner's dispatcher on the model's typical mistakes; it must never raise."""
-    names = ", ".join(CHECK_TOOLS)
-    report = Report(f"练习 3.2：永不抛异常的分发器 safe_invoke（检查用的工具：{names}）")
+    report = Report(f"练习 3.2：永不抛异常的分发器 safe_invoke（检查用的工具：{TOOL_LIST}）")
     for label, kind, name, arguments, expected in SAFE_CASES:
-        if report.unsolved:
-            break
-        got, error = _run(fn, _tools(), name, arguments)
-        with report.case(f"{label}：safe_invoke(tools, {name!r}, {arguments!r})",
-                         hint=_safe_hint(kind, got, expected, error)):
-            if error is not None:
-                raise error
-            _safe_verdict(report, kind, got, expected)
-    report.show()
-
-
-# ---------------------------------------------------------------------------
-
-
-def _run(fn: Callable[..., Any], *args: Any) -> tuple[Any, Exception | None]:
-    """Call the learner's function once; an exception is returned, to be re-raised in a case."""
-    try:
-        return fn(*args), None
-    except Exception as exc:  # noqa: BLE001 - reported by Report.case, with a hint
-        return None, exc
+        with report.case(f"{label}：safe_invoke(tools, {name!r}, {arguments!r})"):
+            got = attempt(fn, _tools(), name, arguments).get(RAISED_HINTS[kind])
+            hint = _safe_hint(kind, got, expected)
+            if kind != "ok" and _says_the_same_everywhere(fn):
+                hint = CATCH_ALL_HINT
+            _safe_verdict(kind, got, expected, hint)
+    return report.verdict()
 
 
 def _show(value: Any) -> str:

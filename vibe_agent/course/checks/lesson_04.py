@@ -3,7 +3,7 @@
     check_my_run_agent(fn)       fn(client, question, registry, model, max_iters) -> str
     check_predict_sent_roles(fn) fn(calls_per_round) -> the roles sent in each model call
 
-The learner's loop runs against scripted models (see `vibe_agent.scripted`) through a
+The learner's loop runs against scripted models (see `vibe_agent.course.scripted`) through a
 genuine `openai.OpenAI` client, and the checker reads what each model RECEIVED
 (`ScriptedModel.requests`): that is where a forgotten message, a wrong id or a history
 that was not resent shows up. A broken history gets HTTP 400 from the scripted model,
@@ -15,54 +15,35 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import openai
 
-from ...loop import run_agent
-from ...registry import ToolRegistry
-from ...tools import demo_registry
-from ...world import World
+from ...loop import DEFAULT_SYSTEM_PROMPT, run_agent
 from ..scripted import (
-    MISBEHAVIOURS,
-    Policy,
-    Reply,
+    RequestCapReached,
     ScriptedModel,
     ScriptExhausted,
     answer,
     call,
     calls,
+    misbehaving,
 )
-from . import Problem, Report
-from . import fail as _fail
-
-MODEL = "scripted"
-FIXED_NOW = datetime(2026, 11, 30, 13, 0, tzinfo=UTC)  # the checker's tools read this clock
-# A problem found in what the learner's code did: (what is wrong, hint).
-
-
-def checker_registry() -> ToolRegistry:
-    """The calculator and a clock that always reads FIXED_NOW (no network, no real time)."""
-    return demo_registry(World(now=lambda: FIXED_NOW), names=("current_time", "calculator"))
-
-
-def _show(value: Any, width: int = 100) -> str:
-    """A value as Python would print it, on one line, shortened."""
-    text = " ".join(repr(value).split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+from . import (
+    MAX_REQUESTS,
+    MODEL,
+    Problem,
+    Report,
+    Verdict,
+    attempt,
+    checker_registry,
+    fail,
+    short,
+)
 
 
 def roles(messages: list[dict[str, Any]]) -> list[str]:
     return [str(m.get("role")) for m in messages]
-
-
-def _source_has(fn: Callable[..., Any], text: str) -> bool:
-    """True when the learner's source contains `text` (False if it cannot be read)."""
-    try:
-        return text in inspect.getsource(fn)
-    except (OSError, TypeError):
-        return False
 
 
 # ---------------------------------------------------------------------------
@@ -80,30 +61,26 @@ ID_HINT = ("tool_call_id 原样用 call.id，不要按位置自己编号（call_
 
 
 HTTP_400 = "脚本模型（和真实服务商一样）返回了 HTTP 400："
+SYSTEM_HINT = ("system 用 DEFAULT_SYSTEM_PROMPT，和上面那格一样（第 8 节会逐条解释它的规则）。"
+               "课程章节里的“你是助手。需要时调用工具。”也是一条 system prompt，"
+               "但本课录音里的请求用的是 DEFAULT_SYSTEM_PROMPT：system 一变，"
+               "下面的单元格回放时就对不上录音。")
+TOOL_CHOICE_HINT = ("tool_choice=\"auto\" 是课程章节里那一行的写法，意思是“由模型决定调不调工具”"
+                    "——请求带着 tools 时这本来就是默认行为，写不写模型的选择都一样。"
+                    "但这里照上面那一行发请求，不要增减参数：本课录音里的请求没有 tool_choice，"
+                    "多一个字段，下面的单元格回放时就对不上录音。")
+EXTRA_HINT = ("每一轮的请求就用上面那一行：model、messages、tools、temperature=0 四个参数，"
+              "不要增减：回放时请求要和录音逐字段一致。")
+RUNAWAY_HINT = ("用 for _ in range(max_iters)：循环最多调用 max_iters 次模型，"
+                "跑满了就停下并返回一句说明。不要用 while True，它只在模型愿意停的时候才停。")
 
 
-class RunawayLoop(RuntimeError):
-    """Raised by the checker's endless model when a loop ignores every limit."""
-
-
-RUNAWAY_LIMIT = 30  # a loop still asking after this many requests ignores every limit
-
-
-def _guarded(policy: Policy, name: str) -> ScriptedModel:
-    """A scripted model that refuses to go on after RUNAWAY_LIMIT requests."""
-
-    def guarded(body: dict[str, Any]) -> Reply:
-        if len(model.requests) > RUNAWAY_LIMIT:
-            raise RunawayLoop(f"more than {RUNAWAY_LIMIT} requests")
-        return policy(body)
-
-    model = ScriptedModel(guarded, name=name)
-    return model
-
-
-def _misbehaving(name: str) -> ScriptedModel:
-    """`vibe_agent.scripted.misbehaving(name)`, with the runaway guard."""
-    return _guarded(MISBEHAVIOURS[name](), f"scripted-{name}")
+def _source_has(fn: Callable[..., Any], text: str) -> bool:
+    """True when the learner's source contains `text` (False if it cannot be read)."""
+    try:
+        return text in inspect.getsource(fn)
+    except (OSError, TypeError):
+        return False
 
 
 def _explain_400(body: dict[str, Any]) -> Problem:
@@ -130,43 +107,54 @@ def _explain_400(body: dict[str, Any]) -> Problem:
             "全部回答完才能进入下一轮。")
 
 
-def _run(fn: Callable[..., Any], model: ScriptedModel, max_iters: int = 6
-         ) -> tuple[Any, Problem]:
-    """Run the learner's loop; a provider error becomes a problem with its explanation."""
-    try:
-        return fn(model.client(), QUESTION, checker_registry(), MODEL, max_iters), None
-    except openai.APIStatusError as exc:
-        if exc.status_code == 400 and model.requests:
-            return None, _explain_400(model.requests[-1])
-        raise
-    except (RunawayLoop, ScriptExhausted, openai.APIConnectionError) as exc:
-        cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) else exc
-        if isinstance(cause, RunawayLoop):  # the scripted model refused to go on
-            why = "你用的是 while True。" if _source_has(fn, "while True") else ""
-            return None, (f"max_iters={max_iters}，模型却被调用了 {len(model.requests) - 1} "
-                          "次，循环还在继续", why + MAX_ITERS_HINT)
-        if isinstance(cause, ScriptExhausted):
-            return None, ("模型已经给出最终回答（没有 tool_calls），你的循环却又调用了一次模型",
-                          EXIT_HINT)
-        raise
+def _run(fn: Callable[..., Any], model: ScriptedModel, max_iters: int = 6) -> Any:
+    """Run the learner's loop; what went wrong ends the case with its explanation."""
+    outcome = attempt(fn, model.client(), QUESTION, checker_registry(), MODEL, max_iters)
+    error = outcome.error
+    if isinstance(error, openai.APIStatusError) and error.status_code == 400 and model.requests:
+        fail(*_explain_400(model.requests[-1]))
+    if isinstance(error, RequestCapReached):  # the scripted model refused to go on
+        why = "你用的是 while True。" if _source_has(fn, "while True") else ""
+        fail(f"max_iters={max_iters}，模型却被调用了 {len(model.requests) - 1} 次，循环还在继续",
+             why + RUNAWAY_HINT)
+    if isinstance(error, ScriptExhausted):
+        fail("模型已经给出最终回答（没有 tool_calls），你的循环却又调用了一次模型", EXIT_HINT)
+    return outcome.get()
 
 
-def _request_problem(model: ScriptedModel, tools: bool = True) -> Problem:
-    """Every request carries the tools and temperature 0, and resends the whole history."""
+def _fields_problem(n: int, body: dict[str, Any]) -> Problem:
+    """Request n carries exactly model, messages, tools and temperature 0."""
+    if not body.get("tools"):
+        return (f"第 {n} 次请求没有带 tools", "请求里要带上 tools=registry.to_schemas()，"
+                "否则模型不知道有哪些工具，只能自己编答案。")
+    if "temperature" not in body:
+        return (f"第 {n} 次请求没有设置 temperature",
+                "调试循环时用 temperature=0：同一个问题每次都走同一条路，结果才能复现、比较。")
+    if body["temperature"] != 0:
+        return (f"第 {n} 次请求的 temperature 是 {body['temperature']}",
+                "调试循环时用 temperature=0：同一个问题每次都走同一条路，结果才能复现、比较。")
+    if "tool_choice" in body:
+        return f"第 {n} 次请求多了 tool_choice={body['tool_choice']!r}", TOOL_CHOICE_HINT
+    extra = sorted(set(body) - {"model", "messages", "tools", "temperature"})
+    if extra:
+        shown = "，".join(f"{key}={short(body[key], 40)}" for key in extra)
+        return f"第 {n} 次请求多了 {shown}", EXTRA_HINT
+    return None
+
+
+def _request_problem(model: ScriptedModel) -> Problem:
+    """Every request as the lesson sends it, and the whole history resent each round."""
     for n, body in enumerate(model.requests, 1):
-        if tools and not body.get("tools"):
-            return (f"第 {n} 次请求没有带 tools", "请求里要带上 tools=registry.to_schemas()，"
-                    "否则模型不知道有哪些工具，只能自己编答案。")
-        if body.get("temperature") != 0:
-            return (f"第 {n} 次请求的 temperature 是 {body['temperature']}" if "temperature"
-                    in body else f"第 {n} 次请求没有设置 temperature",
-                    "调试循环时用 temperature=0：同一个问题每次都走同一条路，结果才能复现、比较。")
+        if problem := _fields_problem(n, body):
+            return problem
     first = model.requests[0]["messages"]
     if roles(first) != ["system", "user"] or first[1].get("content") != QUESTION:
         return (f"第 1 次请求应该是 [system, user（问题 {QUESTION!r}）]，得到 "
                 f"{', '.join(roles(first))}",
                 "每次调用 my_run_agent 都在函数里新建 messages = [system, user]，user 的内容是 "
                 "参数 question；不要沿用函数外面的列表。")
+    if first[0].get("content") != DEFAULT_SYSTEM_PROMPT:
+        return f"system 消息是 {short(first[0].get('content'), 60)}", SYSTEM_HINT
     for n in range(1, len(model.requests)):
         before, now = model.requests[n - 1]["messages"], model.requests[n]["messages"]
         if now[: len(before)] != before or len(now) <= len(before):
@@ -200,61 +188,61 @@ def _answered_by_id(model: ScriptedModel, n: int) -> Problem:
             owner = next((k for k, text in expected.items() if text == m.get("content")), None)
             what = f"{owner}（{names[owner]}）的结果" if owner else "别的内容"
             return (f"id {mine}（{names[mine]}）的 tool 消息里装的是 {what}："
-                    f"{_show(m.get('content'))}",
+                    f"{short(m.get('content'))}",
                     "按位置配对，执行顺序一变就张冠李戴。在同一次循环里执行 call、"
                     "用 call.id 写它的 tool 消息，让结果和它自己的 id 一起走。")
     return None
 
 
-def _ideal_path(report: Report, fn: Callable[..., Any]) -> None:
+def _ideal_path(fn: Callable[..., Any]) -> None:
     model = ScriptedModel([calls(call("calculator", {"expression": "17 * 23"}, id="call_1")),
                            answer("17 × 23 = 391。")], name="scripted-ideal")
-    got, problem = _run(fn, model)
-    _fail(report, problem)
+    got = _run(fn, model)
     n = len(model.requests)
     if n < 2:
-        _fail(report, (f"只调用了 {n} 次模型就返回了 {_show(got)}",
-                       "模型第一次回答里有 tool_calls：执行工具、追加结果，再调用一次模型。"
-                       "只有 tool_calls 为空时才 return。"))
-    _fail(report, _request_problem(model))
-    _fail(report, _answered_by_id(model, 2))
+        fail(f"只调用了 {n} 次模型就返回了 {short(got)}",
+             "模型第一次回答里有 tool_calls：执行工具、追加结果，再调用一次模型。"
+             "只有 tool_calls 为空时才 return。")
+    if problem := _request_problem(model):
+        fail(*problem)
+    if problem := _answered_by_id(model, 2):
+        fail(*problem)
     if got != "17 × 23 = 391。":
-        _fail(report, (f"应该返回最终回答 '17 × 23 = 391。'，得到 {_show(got)}",
-                       "返回 message.content（字符串），不是 message 对象，也不是 messages 列表。"))
+        fail(f"应该返回最终回答 '17 × 23 = 391。'，得到 {short(got)}",
+             "返回 message.content（字符串），不是 message 对象，也不是 messages 列表。")
 
 
-def _parallel(report: Report, fn: Callable[..., Any]) -> None:
-    model = _misbehaving("parallel_calls")
-    got, problem = _run(fn, model)
-    _fail(report, problem)
+def _parallel(fn: Callable[..., Any]) -> None:
+    model = misbehaving("parallel_calls", max_requests=MAX_REQUESTS)
+    got = _run(fn, model)
     n = len(model.requests)
     if n < 2:
-        _fail(report, (f"应该调用 2 次模型（一个工具轮 + 最终回答），实际只调用了 {n} 次",
-                       "三个调用都执行完、都追加了 tool 消息之后，再调用一次模型。"))
-    _fail(report, _request_problem(model))
-    _fail(report, _answered_by_id(model, 2))
+        fail(f"应该调用 2 次模型（一个工具轮 + 最终回答），实际只调用了 {n} 次",
+             "三个调用都执行完、都追加了 tool 消息之后，再调用一次模型。")
+    if problem := _request_problem(model):
+        fail(*problem)
+    if problem := _answered_by_id(model, 2):
+        fail(*problem)
     if n > 2:
-        _fail(report, (f"模型第 2 次已经给出最终回答，循环却又调用了 {n - 2} 次", EXIT_HINT))
+        fail(f"模型第 2 次已经给出最终回答，循环却又调用了 {n - 2} 次", EXIT_HINT)
     if not isinstance(got, str) or "391" not in got or "1024" not in got:
-        _fail(report, (f"应该返回模型的最终回答，得到 {_show(got)}",
-                       "最后返回 message.content。"))
+        fail(f"应该返回模型的最终回答，得到 {short(got)}", "最后返回 message.content。")
 
 
-def _says_done(report: Report, fn: Callable[..., Any]) -> None:
-    model = _misbehaving("says_done_while_calling")
-    got, problem = _run(fn, model)
-    _fail(report, problem)
+def _says_done(fn: Callable[..., Any]) -> None:
+    model = misbehaving("says_done_while_calling", max_requests=MAX_REQUESTS)
+    got = _run(fn, model)
     if len(model.requests) == 1:
         looked = _source_has(fn, "完成")
-        _fail(report, (f"模型回答“完成！”的同时还带着 tool_calls，你的循环却就此返回了 "
-                       f"{_show(got)}",
-                       ("你在 content 里找“完成”：" if looked else "")
-                       + "退出只看 tool_calls 是否为空。措辞什么也不保证，"
-                       "协议字段才是约定：有 tool_calls 就执行，哪怕 content 写着“完成”。"))
-    _fail(report, _request_problem(model))
+        fail(f"模型回答“完成！”的同时还带着 tool_calls，你的循环却就此返回了 {short(got)}",
+             ("你在 content 里找“完成”：" if looked else "")
+             + "退出只看 tool_calls 是否为空。措辞什么也不保证，"
+             "协议字段才是约定：有 tool_calls 就执行，哪怕 content 写着“完成”。")
+    if problem := _request_problem(model):
+        fail(*problem)
     if got != "工具结果已收到，这是最终回答。":
-        _fail(report, (f"应该返回第二次的最终回答，得到 {_show(got)}",
-                       "tool_calls 为空时 return message.content。"))
+        fail(f"应该返回第二次的最终回答，得到 {short(got)}",
+             "tool_calls 为空时 return message.content。")
 
 
 ENDLESS_LIMIT = 5  # the endless model gives up and answers after this many requests
@@ -264,34 +252,34 @@ def _endless_model() -> ScriptedModel:
     """Asks for the calculator every time. After ENDLESS_LIMIT requests it answers, so
     that a `while True` loop which exits on an answer still ends and can be counted."""
 
-    def policy(body: dict[str, Any]) -> Reply:
+    def policy(body: dict[str, Any]) -> Any:
         if len(model.requests) > ENDLESS_LIMIT:
             return answer("（脚本模型）好吧，我不再调用工具了。")
         return calls(call("calculator", {"expression": "17 * 23"}))
 
-    model = _guarded(policy, "scripted-never-stops")
+    model = ScriptedModel(policy, name="scripted-never-stops", max_requests=MAX_REQUESTS)
     return model
 
 
-def _never_stops(report: Report, fn: Callable[..., Any]) -> None:
+def _never_stops(fn: Callable[..., Any]) -> None:
     model = _endless_model()
-    got, problem = _run(fn, model, max_iters=3)
-    _fail(report, problem)
+    got = _run(fn, model, max_iters=3)
     n = len(model.requests)
     if n > 3:
         why = "你用的是 while True。" if _source_has(fn, "while True") else ""
-        _fail(report, (f"max_iters=3，模型却被调用了 {n} 次", why + MAX_ITERS_HINT))
+        fail(f"max_iters=3，模型却被调用了 {n} 次", why + MAX_ITERS_HINT)
     if n < 3:
-        _fail(report, (f"max_iters=3，模型一直要调用工具，循环却在第 {n} 次后就停了",
-                       "只有 tool_calls 为空才提前返回；否则要用满 max_iters 轮。"))
-    _fail(report, _request_problem(model))
+        fail(f"max_iters=3，模型一直要调用工具，循环却在第 {n} 次后就停了",
+             "只有 tool_calls 为空才提前返回；否则要用满 max_iters 轮。")
+    if problem := _request_problem(model):
+        fail(*problem)
     if not isinstance(got, str) or not got:
-        _fail(report, (f"跑满 max_iters 后应该返回一句说明（字符串），得到 {_show(got)}",
-                       "for 循环结束后 return 一句话，例如“已达到最大轮次，停止”，"
-                       "让调用的人知道为什么没有答案。"))
+        fail(f"跑满 max_iters 后应该返回一句说明（字符串），得到 {short(got)}",
+             "for 循环结束后 return 一句话，例如“已达到最大轮次，停止”，"
+             "让调用的人知道为什么没有答案。")
 
 
-LOOP_CASES: list[tuple[str, Callable[[Report, Callable[..., Any]], None]]] = [
+LOOP_CASES: list[tuple[str, Callable[[Callable[..., Any]], None]]] = [
     ("理想路径：一轮工具，再回答", _ideal_path),
     ("一次回复里三个 tool_calls（id 乱序：call_b, call_a, call_c）", _parallel),
     ("content 写着“完成！”，同时还有 tool_calls", _says_done),
@@ -299,13 +287,17 @@ LOOP_CASES: list[tuple[str, Callable[[Report, Callable[..., Any]], None]]] = [
 ]
 
 
-def check_my_run_agent(fn: Callable[..., Any]) -> bool:
+def check_my_run_agent(fn: Callable[..., Any]) -> Verdict:
     """Exercise 4.1: the loop, against four scripted models (none of them an LLM)."""
     report = Report("练习 4.1：亲手写 Agent 循环（对手是四个脚本模型，不是 LLM）")
+    if report.borrows(fn, run_agent, hint=(
+            "这道题要你亲手写出这五步：调模型、读 tool_calls、执行、追加结果、下一轮。"
+            "run_agent 是同一个循环的完整版，第 5 节再用它。")):
+        return report.verdict()
     for name, run_case in LOOP_CASES:
         with report.case(name):
-            run_case(report, fn)
-    return report.show()
+            run_case(fn)
+    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -334,7 +326,7 @@ def sent_roles(calls_per_round: list[int]) -> list[list[str]]:
 
 def _roles_problem(got: Any, want: list[list[str]], calls_per_round: list[int]) -> Problem:
     if not isinstance(got, list) or not all(isinstance(r, list) for r in got):
-        return (f"应该返回 list[list[str]]（每次模型调用一个列表），得到 {_show(got)}",
+        return (f"应该返回 list[list[str]]（每次模型调用一个列表），得到 {short(got)}",
                 "外层列表每一项对应一次模型调用，里面是那次发送的 messages 的 role。")
     if len(got) != len(want):
         return (f"{len(calls_per_round)} 个工具轮应该有 {len(want)} 次模型调用，"
@@ -365,11 +357,13 @@ def _roles_problem(got: Any, want: list[list[str]], calls_per_round: list[int]) 
     return None
 
 
-def check_predict_sent_roles(fn: Callable[[list[int]], Any]) -> bool:
+def check_predict_sent_roles(fn: Callable[[list[int]], Any]) -> Verdict:
     """Exercise 4.2: predict the roles sent in each model call, checked against real runs."""
     report = Report("练习 4.2：预测每一次请求发出的 messages")
     for name, calls_per_round in ROLES_CASES:
         with report.case(f"{name}：{json.dumps(calls_per_round)}"):
-            got = fn(list(calls_per_round))
-            _fail(report, _roles_problem(got, sent_roles(calls_per_round), calls_per_round))
-    return report.show()
+            got = attempt(fn, list(calls_per_round)).get(
+                "第 k 次调用 = [system, user] + 前面每个工具轮的 [assistant, tool × 该轮调用数]。")
+            if problem := _roles_problem(got, sent_roles(calls_per_round), calls_per_round):
+                fail(*problem)
+    return report.verdict()

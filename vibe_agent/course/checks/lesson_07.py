@@ -19,33 +19,14 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
+from ...context import trim_old_tool_results
 from ...loop import run_agent
 from ...registry import ToolRegistry
-from ..scripted import ScriptedModel, answer, call, calls, protocol_error
-from . import Problem, Report, Verdict, _where
-from . import fail as _fail
-from . import short as _short
+from ..scripted import ScriptedModel, answer, call, calls, protocol_error, usage_of
+from . import MAX_REQUESTS, MODEL, Problem, Report, Verdict, attempt, fail, short
 
 Usage = list[dict[str, Any] | None]
 Message = dict[str, Any]
-# A problem found in what the learner's code returned: (what is wrong, hint).
-
-
-def _attempt(fn: Callable[..., Any], *args: Any) -> tuple[Any, BaseException | None]:
-    """Call the learner's function: (result, None) or (None, the exception it raised).
-
-    NotImplementedError passes through: `Report` turns it into "还没完成".
-    """
-    try:
-        return fn(*args), None
-    except NotImplementedError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - explained to the learner with the case's hint
-        return None, exc
-
-
-def _raised(exc: BaseException, hint: str) -> Problem:
-    return f"你的代码抛出了 {type(exc).__name__}: {exc}{_where(exc)}", hint
 
 
 # ---------------------------------------------------------------------------
@@ -54,9 +35,8 @@ def _raised(exc: BaseException, hint: str) -> Problem:
 
 
 def usage(prompt: int, completion: int = 20) -> dict[str, int]:
-    """A usage block as the API reports it (total = prompt + completion)."""
-    return {"prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion}
+    """A usage block as the API reports it (20 completion tokens unless told)."""
+    return usage_of(prompt, completion)
 
 
 def _prompt(u: dict[str, Any] | None, key: str = "prompt_tokens") -> int | None:
@@ -91,7 +71,7 @@ def _growth_problem(got: Any, case_usage: Usage, wanted: list[int | None]) -> Pr
     if got == wanted and isinstance(got, list):
         return None
     if not isinstance(got, list):
-        return (f"应该返回列表，得到 {_short(got)}",
+        return (f"应该返回列表，得到 {short(got)}",
                 "返回一个 list：第 2 轮起每一轮比前一轮多（或少）的 prompt tokens。")
     tokens = [_prompt(u) for u in case_usage]
     filtered = [t for t in tokens if t is not None]
@@ -120,8 +100,8 @@ def _growth_problem(got: Any, case_usage: Usage, wanted: list[int | None]) -> Pr
     ]
     for mistaken, message, hint in mistakes:
         if mistaken is not None and got == mistaken:
-            return f"{message}：期望 {wanted}，得到 {_short(got)}", hint
-    return f"期望 {wanted}，得到 {_short(got)}", ""
+            return f"{message}：期望 {wanted}，得到 {short(got)}", hint
+    return f"期望 {wanted}，得到 {short(got)}", ""
 
 
 def check_prompt_growth(fn: Callable[[Usage], Any]) -> Verdict:
@@ -130,14 +110,12 @@ def check_prompt_growth(fn: Callable[[Usage], Any]) -> Verdict:
     for name, case_usage, wanted, hint in GROWTH_CASES:
         with report.case(name):
             given = copy.deepcopy(case_usage)
-            got, exc = _attempt(fn, given)
-            if exc is not None:
-                _fail(report, _raised(exc, hint))
-            report.expect(given == case_usage,
-                          "你的函数改动了传进来的 usage 列表：只读它，结果放进一个新列表。")
-            problem = _growth_problem(got, case_usage, wanted)
-            _fail(report, problem and (problem[0], problem[1] or hint))
-    return report.show()
+            got = attempt(fn, given).get(hint)
+            if given != case_usage:
+                fail("你的函数改动了传进来的 usage 列表：只读它，结果放进一个新列表。", hint)
+            if problem := _growth_problem(got, case_usage, wanted):
+                fail(problem[0], problem[1] or hint)
+    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -183,6 +161,12 @@ def history() -> list[Message]:
 NO_TOOLS = [{"role": "system", "content": "You are a helpful assistant."},
             {"role": "user", "content": "2099 年世界杯冠军是谁？"}]
 
+
+def answered_then_asked() -> list[Message]:
+    """The three tool rounds, the model's answer, and a new question from the user."""
+    return [*history(), {"role": "assistant", "content": "网页有 335 个字符，除以 7 约是 47.86。"},
+            {"role": "user", "content": "笔记里最重要的一条是什么？"}]
+
 COPY_HINT = ("不要改传进来的消息：m[\"content\"] = ... 会改掉 run_agent 保存的完整历史。"
              "为要缩短的消息建一个新字典：{**m, \"content\": 新内容}，其他消息原样放进新列表。")
 DROP_HINT = ("不能删 tool 消息：每个 tool_call 的 id 都必须有一条 tool 消息回应，"
@@ -198,12 +182,45 @@ NEGATIVE_HINT = ("keep_last 比 tool 消息还多时一条都不缩。小心负�
                  "可以写 positions[:max(0, len(positions) - keep_last)]。")
 SHORTER_HINT = (f"比 keep_last 更早、又超过 {LONG_LIMIT} 个字符的 tool 结果要变短："
                 "比如只留前 80 个字符，再注明删掉了多少。")
+MESSAGES_HINT = ("keep_last 数的是 tool 消息，不是全部消息：先找出 tool 消息的位置 "
+                 "positions = [i for i, m in enumerate(messages) if m[\"role\"] == \"tool\"]，"
+                 "保留最后 keep_last 个位置上的。历史末尾不一定是 tool 消息"
+                 "（模型答完、用户又问了一句时，末尾是 assistant 和 user）。")
+
+
+def _trimmed_by_mistake(original: list[Message], keep_last: int) -> dict[str, set[int]]:
+    """Which tool messages two typical mistakes would shorten (long ones only)."""
+    tools = [i for i, m in enumerate(original) if m["role"] == "tool"]
+    long = {i for i in tools if len(original[i]["content"]) > LONG_LIMIT}
+    return {
+        NEGATIVE_HINT: long & set(tools[: len(tools) - keep_last]),  # a negative slice end
+        MESSAGES_HINT: long & {i for i in tools if i < len(original) - keep_last},
+    }
+
+
+def _counts_messages(fn: Callable[[list[Message], int], Any]) -> bool:
+    """True when the learner keeps the newest messages of any role, not tool messages."""
+    original = answered_then_asked()
+    got = attempt(fn, copy.deepcopy(original), 1).value
+    newest_tool = max(i for i, m in enumerate(original) if m["role"] == "tool")
+    return (isinstance(got, list) and len(got) == len(original)
+            and got[newest_tool] != original[newest_tool])
+
+
+def _newest_hint(original: list[Message], got: list[Message], keep_last: int) -> str:
+    """The hint for a newest tool result that was shortened: which mistake did that?"""
+    tools = [i for i, m in enumerate(original) if m["role"] == "tool"]
+    changed = {i for i in tools if got[i] != original[i]}
+    for hint, shortened in _trimmed_by_mistake(original, keep_last).items():
+        if changed == shortened:
+            return hint
+    return NEGATIVE_HINT if keep_last > len(tools) else NEWEST_HINT
 
 
 def _trim_problem(original: list[Message], got: Any, keep_last: int) -> Problem:
     """What is wrong with `got` as a trimmed copy of `original` (None: nothing)."""
     if not isinstance(got, list) or not all(isinstance(m, dict) for m in got):
-        return (f"应该返回一个由字典组成的列表，得到 {_short(got)}",
+        return (f"应该返回一个由字典组成的列表，得到 {short(got)}",
                 "返回新的消息列表：每条消息还是 {\"role\": ..., ...} 这样的字典。")
     roles = [m.get("role") for m in original]
     got_roles = [m.get("role") for m in got]
@@ -233,11 +250,11 @@ def _trim_problem(original: list[Message], got: Any, keep_last: int) -> Problem:
     for i in newest:
         if got[i] != original[i]:
             return (f"最新的 tool 结果 messages[{i}] 被改动了（keep_last={keep_last}）",
-                    NEGATIVE_HINT if keep_last > len(tools) else NEWEST_HINT)
+                    _newest_hint(original, got, keep_last))
     for i in tools[:first_kept]:
         content = got[i].get("content")
         if not isinstance(content, str):
-            return (f"messages[{i}] 的 content 应该是字符串，得到 {_short(content)}",
+            return (f"messages[{i}] 的 content 应该是字符串，得到 {short(content)}",
                     "缩短后的内容还是一段文字（str），模型要能读。")
         long = len(original[i]["content"]) > LONG_LIMIT
         if long and len(content) >= len(original[i]["content"]):
@@ -256,6 +273,8 @@ TRIM_CASES: list[tuple[str, list[Message], int, str]] = [
     ("keep_last 比 tool 消息还多：什么都不缩", history(), 5, NEGATIVE_HINT),
     ("还没有 tool 消息（只有 system 和 user）", NO_TOOLS, 1,
      "没有 tool 消息时原样返回一个新列表，不要报错。"),
+    ("模型答完、用户又问了一句（末尾不是 tool 消息），keep_last=1", answered_then_asked(), 1,
+     MESSAGES_HINT),
 ]
 
 
@@ -280,18 +299,19 @@ def notes_model() -> ScriptedModel:
     return ScriptedModel([calls(call("read_notes", {"week": 46})),
                           calls(call("read_notes", {"week": 47})),
                           calls(call("read_notes", {"week": 48})),
-                          answer("三周的笔记都读完了。")], name="scripted-notes")
+                          answer("三周的笔记都读完了。")], name="scripted-notes",
+                         max_requests=MAX_REQUESTS)
 
 
 def _run_problem(fn: Callable[..., Any]) -> Problem:
     """Run the loop with the learner's strategy as `prepare`; check what was sent and kept."""
     model = notes_model()
     result = run_agent(model.client(), "读一读第 46 到 48 周的会议笔记。", notes_registry(),
-                       model="scripted", prepare=lambda messages: fn(messages, 1))
+                       model=MODEL, prepare=lambda messages: fn(messages, 1))
     rejected = next((problem for body in model.requests if (problem := protocol_error(body))),
                     None)
     if rejected:
-        return (f"脚本模型拒绝了你发出的历史（HTTP 400）：{_short(rejected, 160)}", DROP_HINT)
+        return (f"脚本模型拒绝了你发出的历史（HTTP 400）：{short(rejected, 160)}", DROP_HINT)
     if not result.ok:
         return f"run_agent 没有正常结束：{result.stop_reason.value}，{result.message}", ""
     kept = [m["content"] for m in result.messages if m["role"] == "tool"]
@@ -308,19 +328,24 @@ def _run_problem(fn: Callable[..., Any]) -> Problem:
 def check_my_trim(fn: Callable[[list[Message], int], Any]) -> Verdict:
     """Exercise 7.2: shorten older tool results; ids, roles, order and the input intact."""
     report = Report("练习 7.2：my_trim —— 缩短旧的 tool 结果，协议保持完整")
+    if report.borrows(fn, trim_old_tool_results, hint=(
+            "这道题要你自己写一个截短策略：找出 tool 消息的位置，"
+            "把最新 keep_last 条之前、又太长的那些换成缩短后的新字典。")):
+        return report.verdict()
     for name, messages, keep_last, hint in TRIM_CASES:
         with report.case(name):
             given = copy.deepcopy(messages)
-            got, exc = _attempt(fn, given, keep_last)
-            if exc is not None:
-                _fail(report, _raised(exc, hint))
+            got = attempt(fn, given, keep_last).get(hint)
             if given != messages:
-                _fail(report, ("传进来的 messages 被改动了", COPY_HINT))
+                fail("传进来的 messages 被改动了", COPY_HINT)
             if got is given:
-                _fail(report, ("你返回的就是传进来的那个列表：要返回一个新列表", COPY_HINT))
-            problem = _trim_problem(messages, got, keep_last)
-            _fail(report, problem and (problem[0], problem[1] or hint))
+                fail("你返回的就是传进来的那个列表：要返回一个新列表", COPY_HINT)
+            if problem := _trim_problem(messages, got, keep_last):
+                message, found = problem
+                if found == NEGATIVE_HINT and _counts_messages(fn):  # the same cut, two causes
+                    found = MESSAGES_HINT
+                fail(message, found or hint)
     with report.case("交给 run_agent(prepare=...) 跑一个脚本模型（不是 LLM）"):
-        problem, exc = _attempt(_run_problem, fn)
-        _fail(report, _raised(exc, SHORTER_HINT) if exc is not None else problem)
-    return report.show()
+        if problem := attempt(_run_problem, fn).get(SHORTER_HINT):
+            fail(*problem)
+    return report.verdict()

@@ -1,0 +1,120 @@
+"""The checkers' one dialect: how the learner is called, how a case fails, what a check returns."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+
+import vibe_agent.course.checks as checks
+from vibe_agent import loop
+from vibe_agent.course.checks import Report, Verdict, attempt, fail
+from vibe_agent.loop import call_key
+from vibe_agent.loop import call_key as package_key
+from vibe_agent.registry import ToolRegistry
+
+
+def every_checker():
+    for info in pkgutil.iter_modules(checks.__path__):
+        module = importlib.import_module(f"{checks.__name__}.{info.name}")
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            if name.startswith("check_") and fn.__module__ == module.__name__:
+                yield pytest.param(fn, id=f"{info.name}.{name}")
+
+
+def unsolved(*args, **kwargs):
+    raise NotImplementedError("练习还没完成")
+
+
+@pytest.mark.parametrize("check", list(every_checker()))
+def test_every_check_returns_a_verdict(check, capsys):
+    verdict = check(unsolved)
+    assert type(verdict) is Verdict and not verdict
+    out = capsys.readouterr().out
+    assert "还没完成" in out and "❌" not in out and "Traceback" not in out
+
+
+def test_there_are_eighteen_checkers():
+    assert len(list(every_checker())) == 18
+
+
+def test_a_learners_exception_is_a_kind_report_with_the_hint(capsys):
+    def learner(x):
+        return 1 / x
+
+    report = Report("练习")
+    with report.case("除以零"):
+        attempt(learner, 0).get("先判断 x 是不是 0。")
+    assert not report.verdict()
+    out = capsys.readouterr().out
+    assert "你的代码抛出了 ZeroDivisionError: division by zero" in out
+    assert "出错的代码：return 1 / x" in out and "提示：先判断 x 是不是 0。" in out
+
+
+def test_a_checker_bug_is_not_blamed_on_the_learner():
+    report = Report("练习")
+    with pytest.raises(KeyError), report.case("坏掉的检查器"):
+        {}["missing"]
+
+
+def test_fail_ends_the_case_and_the_verdict_is_silent(capsys):
+    report = Report("练习")
+    with report.case("一"):
+        fail("期望 1，得到 2", "提示文字")
+    with report.case("二"):
+        pass
+    verdict = report.verdict()
+    assert not verdict and repr(verdict) == "Verdict(passed=False)"
+    assert verdict._ipython_display_() is None  # a notebook shows nothing below the report
+    assert "❌ 一：期望 1，得到 2" in capsys.readouterr().out
+
+
+def calls_the_package(name, arguments):
+    return call_key(name, arguments)
+
+
+def calls_an_alias(name, arguments):
+    return package_key(name, arguments)
+
+
+def calls_through_the_module(name, arguments):
+    return loop.call_key(name, arguments)
+
+
+def imports_it_inside(name, arguments):
+    from vibe_agent.loop import call_key as key
+
+    return key(name, arguments)
+
+
+def call_key_of_my_own(name, arguments):  # the same idea, written by the learner
+    return name + arguments
+
+
+def uses_its_own_helper(name, arguments):
+    return call_key_of_my_own(name, arguments)
+
+
+@pytest.mark.parametrize(("fn", "found"), [
+    pytest.param(calls_the_package, "call_key", id="calls-it"),
+    pytest.param(calls_an_alias, "package_key", id="calls-an-alias"),
+    pytest.param(calls_through_the_module, "call_key", id="calls-it-through-the-module"),
+    pytest.param(imports_it_inside, "call_key", id="imports-it-inside-the-function"),
+    pytest.param(loop.call_key, "call_key", id="hands-in-the-package-function"),
+    pytest.param(uses_its_own_helper, None, id="own-helper-not-flagged"),
+])
+def test_borrows_finds_the_package_however_it_is_reached(fn, found, capsys):
+    report = Report("练习")
+    assert report.borrows(fn, loop.call_key, hint="自己写") is (found is not None)
+    report.verdict()
+    out = capsys.readouterr().out
+    assert (f"你的函数用了包里现成的 {found}" in out) if found else "❌" not in out
+
+
+def test_borrows_finds_a_subclass_of_a_package_class(capsys):
+    class MyRegistry(ToolRegistry):
+        pass
+
+    assert Report("练习").borrows(MyRegistry, hint="自己写")

@@ -1,0 +1,251 @@
+"""The scripted reference model: the ideal path on the course's tasks.
+
+It is NOT a language model. It is a deterministic program, served as a
+`ScriptedModel`, that reads a request the way the lessons need and answers with
+real ChatCompletion JSON. It recognises three ways of asking:
+
+    native tool_calls    `tools` in the request   -> a tool call, or the answer
+    JSON convention      the naive agent's system prompt (JSON_CONVENTION_MARKER)
+                                                  -> one JSON object as text
+    tools in the prompt  tools only described in the text ("- name(args): ...")
+                                                  -> it can only SAY which call it needs
+
+The decision itself is `plan(question, results)`: one small planner per kind of
+task (the future, a page's length, the time, arithmetic, weather, a stock), tried
+in order. It never computes an answer itself: numbers and facts come from tool
+results, and a question outside its script gets an honest "I don't know".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ..naive import JSON_CONVENTION_MARKER, Action
+from .scripted import (
+    Reply,
+    ScriptedModel,
+    answer,
+    call,
+    calls,
+    offered_tools,
+    results_this_turn,
+)
+
+REFERENCE_MODEL_NAME = "vibe-reference"
+
+Done = dict[str, str]  # tool name -> its latest result this turn
+
+_ARITHMETIC = re.compile(r"(\d+(?:\.\d+)?)\s*([×xX*÷/+\-])\s*(\d+(?:\.\d+)?)")
+_URL = re.compile(r"https?://[^\s，。、）)\"']+")
+_CITIES = ("北京", "上海", "广州", "深圳", "杭州", "Beijing", "Shanghai")
+UNKNOWN = "（脚本参考模型）这个问题不在我的脚本里，我不知道答案。"
+
+
+# ---------------------------------------------------------------------------
+# The planner: one function per kind of task
+# ---------------------------------------------------------------------------
+
+
+def _result_value(text: str) -> str:
+    """The part after '=' in a calculator result, else the text itself."""
+    return text.rsplit("=", 1)[-1].strip() if "=" in text else text.strip()
+
+
+def plan_future(question: str, done: Done) -> Action | None:
+    """2099: nobody can know, and no tool helps. Say so without calling one."""
+    if "2099" not in question:
+        return None
+    return Action(answer="我无法知道 2099 年世界杯的冠军：那是未来的比赛，"
+                         "现在没有任何人或工具能告诉我结果。")
+
+
+def plan_page_length(question: str, done: Done) -> Action | None:
+    """A page's length divided by 7: page_length, then the calculator, then the answer."""
+    url = _URL.search(question)
+    if not url or not re.search(r"长度|字符|length", question, re.I):
+        return None
+    if "page_length" not in done:
+        return Action("page_length", {"url": url.group(0)})
+    count = re.search(r"(\d+) characters", done["page_length"])
+    if not count:
+        return None
+    if "calculator" not in done:
+        return Action("calculator", {"expression": f"{count.group(1)} / 7"})
+    return Action(answer=f"这个网页共有 {count.group(1)} 个字符，除以 7 约等于 "
+                         f"{_result_value(done['calculator'])}。")
+
+
+def plan_time(question: str, done: Done) -> Action | None:
+    """The current time comes from the clock tool."""
+    if not re.search(r"几点|时间|what time", question, re.I):
+        return None
+    if "current_time" not in done:
+        return Action("current_time", {"timezone": "Asia/Shanghai"})
+    return Action(answer=f"现在是 {done['current_time']}。")
+
+
+def plan_arithmetic(question: str, done: Done) -> Action | None:
+    """One binary operation, computed by the calculator."""
+    math = _ARITHMETIC.search(question)
+    if not math:
+        return None
+    if "calculator" not in done:
+        op = {"×": "*", "x": "*", "X": "*", "÷": "/"}.get(math.group(2), math.group(2))
+        return Action("calculator", {"expression": f"{math.group(1)} {op} {math.group(3)}"})
+    return Action(answer=f"{math.group(0)} = {_result_value(done['calculator'])}。")
+
+
+def plan_weather(question: str, done: Done) -> Action | None:
+    """The weather of a known city."""
+    city = next((c for c in _CITIES if c in question), None)
+    if not city or "天气" not in question:
+        return None
+    if "get_weather" not in done:
+        return Action("get_weather", {"city": city})
+    return Action(answer=done["get_weather"])
+
+
+def plan_stock(question: str, done: Done) -> Action | None:
+    """The price of a stock named by its code (600519) or ticker (AAPL)."""
+    stock = re.search(r"\b(\d{6}|[A-Z]{2,5})\b", question)
+    if not stock or not re.search(r"股价|股票|stock", question, re.I):
+        return None
+    if "get_stock" not in done:
+        return Action("get_stock", {"code": stock.group(1)})
+    return Action(answer=done["get_stock"])
+
+
+PLANNERS: tuple[Callable[[str, Done], Action | None], ...] = (
+    plan_future, plan_page_length, plan_time, plan_arithmetic, plan_weather, plan_stock)
+
+
+def plan(question: str, results: list[tuple[str, str]]) -> Action:
+    """The ideal next step for a question, given the tool results so far.
+
+    Args:
+        question: the user's question (only the question, not the tool descriptions).
+        results: (tool name, result text) pairs already returned this turn.
+    """
+    if results and results[-1][1].startswith("Error"):
+        return Action(answer=f"工具返回了错误：{results[-1][1]} 我没法据此给出可靠的答案。")
+    done = dict(results)
+    for planner in PLANNERS:
+        action = planner(question, done)
+        if action is not None:
+            return action
+    return Action(answer=UNKNOWN)
+
+
+def _missing_tool(tool: str) -> str:
+    return f"回答这个问题需要 {tool} 工具，但这次没有提供它，所以我无法回答。"
+
+
+# ---------------------------------------------------------------------------
+# Reading a request
+# ---------------------------------------------------------------------------
+
+# "- get_weather(city): ..." — a tool described in a prompt (ours and the seed's layout)
+_TOOL_LINE = re.compile(r"^\s*[-*]\s*(\w+)\s*\([^)\n]*\)\s*[:：]", re.MULTILINE)
+# "你可以使用这些工具：" / "Tools:" — the heading above such a list
+_TOOLS_HEADING = re.compile(r"^[^\n]{0,30}(?:工具|tools?)[^\n]{0,10}[:：]\s*$", re.I)
+# "请回答用户问题：" / "Question:" — words put in front of the question itself
+_LEAD_IN = re.compile(r"^[^\n:：]{0,20}?(?:问题|question)\s*[:：]\s*", re.I)
+
+
+def _first_user_message(body: dict[str, Any]) -> str:
+    users = [m for m in body["messages"] if m["role"] == "user"]
+    return str(users[0]["content"]) if users else ""
+
+
+def _system_prompt(body: dict[str, Any]) -> str:
+    return next((str(m["content"]) for m in body["messages"] if m["role"] == "system"), "")
+
+
+def described_tools(prompt: str) -> list[str]:
+    """The tool names a prompt describes as lines like "- name(args): what it does"."""
+    return _TOOL_LINE.findall(prompt)
+
+
+def question_in_prompt(prompt: str) -> str:
+    """The question in a prompt that also describes tools, wherever the list stands.
+
+    Both layouts read the same: ours (question first, then the tool list) and the
+    chapter's naive agent (the tool list first, then "请回答用户问题:{question}").
+    """
+    kept = [line for line in prompt.splitlines()
+            if not _TOOL_LINE.match(line) and not _TOOLS_HEADING.match(line.strip())]
+    return _LEAD_IN.sub("", "\n".join(kept).strip(), count=1).strip()
+
+
+def naive_results(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """(tool name, result) pairs in a JSON-convention conversation ("Observation: ...")."""
+    results: list[tuple[str, str]] = []
+    last_tool = "?"
+    for m in body["messages"][1:]:
+        text = str(m.get("content") or "")
+        if m["role"] == "assistant":
+            found = re.search(r'"tool"\s*:\s*"([^"]+)"', text)
+            last_tool = found.group(1) if found else "?"
+        elif m["role"] == "user" and text.startswith("Observation: "):
+            results.append((last_tool, text.removeprefix("Observation: ")))
+    return results
+
+
+# ---------------------------------------------------------------------------
+# The policy: one reply per way of asking
+# ---------------------------------------------------------------------------
+
+
+def _json_convention_reply(body: dict[str, Any], system: str) -> Reply:
+    """The naive agent's convention: exactly one JSON object as the reply's text."""
+    action = plan(_first_user_message(body), naive_results(body))
+    if action.tool and action.tool not in described_tools(system):
+        action = Action(answer=_missing_tool(action.tool))
+    data = ({"answer": action.answer} if action.tool is None
+            else {"tool": action.tool, "arguments": action.arguments})
+    return answer(json.dumps(data, ensure_ascii=False))
+
+
+def _described_tools_reply(prompt: str) -> Reply:
+    """Tools only described in the prompt: the best a model can do is SAY the call."""
+    action = plan(question_in_prompt(prompt), [])
+    if action.tool is None:
+        return answer(action.answer or "")
+    if action.tool not in described_tools(prompt):
+        return answer(_missing_tool(action.tool))
+    args = ", ".join(f"{k}={v!r}" for k, v in action.arguments.items())
+    return answer(f"我需要调用 {action.tool}({args}) 才能回答。"
+                  "（我只能写下这句话，没有程序会替我执行它。）")
+
+
+def _native_reply(body: dict[str, Any], question: str) -> Reply:
+    """Native tool_calls: call an offered tool, or answer."""
+    action = plan(question, results_this_turn(body))
+    if action.tool is None:
+        return answer(action.answer or "")
+    if action.tool not in offered_tools(body):
+        return answer(_missing_tool(action.tool))
+    return calls(call(action.tool, action.arguments))
+
+
+def reference_policy(body: dict[str, Any]) -> Reply:
+    """The reference model's policy: native tool_calls, or the naive prompt conventions."""
+    system = _system_prompt(body)
+    if JSON_CONVENTION_MARKER in system:
+        return _json_convention_reply(body, system)
+    prompt = _first_user_message(body)
+    if "tools" not in body and described_tools(prompt):
+        return _described_tools_reply(prompt)
+    return _native_reply(body, prompt)
+
+
+def reference_model(*, max_requests: int | None = None) -> ScriptedModel:
+    """The scripted reference model: takes the ideal path, states it is scripted.
+
+    Args:
+        max_requests: the request cap (None: no cap).
+    """
+    return ScriptedModel(reference_policy, name=REFERENCE_MODEL_NAME, max_requests=max_requests)
