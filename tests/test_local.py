@@ -15,14 +15,19 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx2
 import openai
 import pytest
 from openai.types.chat import ChatCompletion
 
 from vibe_agent.course.local import (
     LOCAL_MODEL_NAME,
+    NO_TOOL,
+    ConstrainedChoice,
     LocalModelUnavailable,
     LocalServer,
+    choice_schema,
+    constrained_client,
     model_path,
     shared_server,
 )
@@ -224,3 +229,147 @@ def test_local_mode_through_make_client(monkeypatch: pytest.MonkeyPatch) -> None
     reply = client.chat.completions.create(model=info.model, max_tokens=8, temperature=0,
                                            messages=[{"role": "user", "content": "Hi"}])
     assert reply.choices and reply.usage.prompt_tokens > 0
+
+
+# --- constrained decoding: one tool call or one plain answer ------------------------
+# The transport is tested against a scripted llama.cpp (httpx2.MockTransport) for the
+# rewriting, then once against the real model for the whole mechanism.
+
+def completion(content: str, finish_reason: str = "stop") -> dict[str, Any]:
+    """A reply as llama.cpp sends it under a response_format: the JSON is the content."""
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1,
+            "model": LOCAL_MODEL_NAME, "system_fingerprint": "b1-test",
+            "choices": [{"index": 0, "finish_reason": finish_reason,
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 5, "total_tokens": 14}}
+
+
+class FakeLlamaCpp:
+    """Answers every request with one canned reply and keeps the bodies it was sent."""
+
+    def __init__(self, reply: dict[str, Any], status: int = 200) -> None:
+        self.reply, self.status, self.bodies = reply, status, []
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.bodies.append(json.loads(request.content or b"{}"))
+        return httpx2.Response(self.status, json=self.reply)
+
+
+def constrained(fake: FakeLlamaCpp) -> openai.OpenAI:
+    http = httpx2.Client(transport=ConstrainedChoice(httpx2.MockTransport(fake)))
+    return openai.OpenAI(base_url="http://llama.test/v1", api_key="k", max_retries=0,
+                         http_client=http)
+
+
+def branch_names(schema: dict[str, Any] | None) -> list[str] | None:
+    if schema is None:
+        return None
+    return [branch["properties"]["tool"]["const"] for branch in schema["anyOf"]]
+
+
+@pytest.mark.parametrize(
+    ("tools", "tool_choice", "branches"),
+    [
+        (TOOLS, "auto", ["get_weather", "calculator", NO_TOOL]),
+        (TOOLS, None, ["get_weather", "calculator", NO_TOOL]),
+        (TOOLS, "required", ["get_weather", "calculator"]),
+        (TOOLS, {"type": "function", "function": {"name": "calculator"}}, ["calculator"]),
+        (TOOLS, "none", None),
+        ([], "auto", None),
+        (None, "auto", None),
+    ],
+    ids=["auto", "absent", "required", "named", "none", "no-tools", "tools-null"],
+)
+def test_choice_schema_follows_tool_choice(tools: Any, tool_choice: Any,
+                                           branches: list[str] | None) -> None:
+    schema = choice_schema(tools, tool_choice)
+    assert branch_names(schema) == branches
+    if schema:  # each call branch carries its tool's own argument schema
+        for branch in schema["anyOf"]:
+            if branch["properties"]["tool"]["const"] == "calculator":
+                assert branch["properties"]["arguments"] == TOOLS[1]["function"]["parameters"]
+
+
+@pytest.mark.parametrize(
+    ("content", "finish_reason", "expected_content", "expected_call", "expected_finish"),
+    [
+        ('{"tool": "calculator", "arguments": {"expression": "17 * 23"}}', "stop",
+         None, ("calculator", {"expression": "17 * 23"}), "tool_calls"),
+        ('{\n  "tool": "get_weather",\n  "arguments": {"city": "北京"}\n}', "stop",
+         None, ("get_weather", {"city": "北京"}), "tool_calls"),
+        ('{"tool": "none", "answer": "你好！有什么可以帮你？"}', "stop",
+         "你好！有什么可以帮你？", None, "stop"),
+        ('{"tool": "none", "answer": "a long answer that was cut', "length",
+         '{"tool": "none", "answer": "a long answer that was cut', None, "length"),
+    ],
+    ids=["call", "call-pretty-printed-unicode", "answer", "cut-off-stays-as-written"],
+)
+def test_constrained_reply_becomes_a_genuine_completion(
+        content: str, finish_reason: str, expected_content: str | None,
+        expected_call: tuple[str, dict[str, Any]] | None, expected_finish: str) -> None:
+    fake = FakeLlamaCpp(completion(content, finish_reason))
+    reply = constrained(fake).chat.completions.create(
+        model=LOCAL_MODEL_NAME, messages=[QUESTION], tools=TOOLS, tool_choice="auto")
+
+    assert isinstance(reply, ChatCompletion)  # the SDK parsed it: a valid wire format
+    choice = reply.choices[0]
+    assert choice.finish_reason == expected_finish
+    assert choice.message.content == expected_content
+    if expected_call is None:
+        assert not choice.message.tool_calls
+    else:
+        (call,) = choice.message.tool_calls
+        assert (call.id, call.type) == ("call_1", "function")
+        assert (call.function.name, json.loads(call.function.arguments)) == expected_call
+    assert reply.system_fingerprint == "b1-test+constrained-decoding"
+    (sent,) = fake.bodies  # what llama.cpp was asked: the schema instead of tool_choice
+    assert "tool_choice" not in sent and sent["tools"] == TOOLS
+    assert sent["response_format"]["json_schema"]["schema"] == choice_schema(TOOLS)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"tools": TOOLS, "tool_choice": "none"},
+     {"tools": TOOLS, "response_format": {"type": "json_object"}}],
+    ids=["no-tools", "tool-choice-none", "own-response-format"],
+)
+def test_requests_it_should_not_constrain_pass_through(options: dict[str, Any]) -> None:
+    fake = FakeLlamaCpp(completion('{"tool": "calculator", "arguments": {}}'))
+    reply = constrained(fake).chat.completions.create(
+        model=LOCAL_MODEL_NAME, messages=[QUESTION], **options)
+
+    (sent,) = fake.bodies
+    assert sent == {"model": LOCAL_MODEL_NAME, "messages": [QUESTION], **options}
+    assert reply.choices[0].message.content == '{"tool": "calculator", "arguments": {}}'
+    assert reply.system_fingerprint == "b1-test"  # not labelled: nothing was constrained
+
+
+def test_a_server_error_is_passed_on() -> None:
+    fake = FakeLlamaCpp({"error": {"code": 400, "message": "bad schema",
+                                   "type": "invalid_request_error"}}, status=400)
+    with pytest.raises(openai.BadRequestError, match="bad schema"):
+        constrained(fake).chat.completions.create(model=LOCAL_MODEL_NAME, messages=[QUESTION],
+                                                  tools=TOOLS)
+
+
+def test_constrained_decoding_on_the_real_model(server: LocalServer) -> None:
+    """A question that needs a tool: a well-formed call of an offered tool, or a plain
+    answer. Which one is the model's pick (benchmarks/constrained_choice.py measures it)."""
+    client = constrained_client(server)
+    reply = client.chat.completions.create(
+        model=LOCAL_MODEL_NAME, temperature=0, max_tokens=64, tools=TOOLS,
+        messages=[{"role": "user", "content": "17 × 23 等于多少？"}])
+
+    assert reply.system_fingerprint.endswith("+constrained-decoding")
+    choice = reply.choices[0]
+    if choice.message.tool_calls:
+        (call,) = choice.message.tool_calls
+        assert choice.finish_reason == "tool_calls" and choice.message.content is None
+        schema = next(t["function"]["parameters"] for t in TOOLS
+                      if t["function"]["name"] == call.function.name)
+        arguments = json.loads(call.function.arguments)
+        assert set(schema["required"]) <= set(arguments) <= set(schema["properties"])
+        assert all(isinstance(value, str) for value in arguments.values())
+    else:
+        assert choice.finish_reason == "stop"
+        assert choice.message.content and not choice.message.content.startswith("{")

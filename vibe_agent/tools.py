@@ -12,17 +12,24 @@ Rules every tool here follows:
 - Bad input from the model never raises: the tool returns text starting with
   "Error:" that says what to do next. Only real bugs raise.
 - Nothing hangs and nothing is silently cut: the calculator bounds the size of its
-  numbers, the fetcher has a timeout and a byte cap, and truncation is announced.
+  numbers, the fetcher has one deadline and a byte cap, and truncation is announced.
+- The fetcher reads only public web pages: an address on this computer or a private
+  network is refused, after every redirect too (see "fetching web pages" below).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import ipaddress
 import math
 import operator
+import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -31,8 +38,9 @@ import httpx2
 from vibe_agent.registry import ToolRegistry
 from vibe_agent.world import World, real_world
 
-FETCH_TIMEOUT = 10.0  # seconds: per network read, and for the whole download
-MAX_BYTES = 200_000  # reading a page stops after this many bytes
+FETCH_DEADLINE_S = 10.0  # seconds for a whole fetch: connecting, headers, body, redirects
+MAX_BYTES = 200_000  # a page is cut after this many bytes, counted after decompression
+MAX_REDIRECTS = 5  # redirects a fetch follows, each new address checked again
 MAX_EXPRESSION_CHARS = 500  # longer calculator input is refused before parsing
 MAX_INT_BITS = 10_000  # about 3,000 decimal digits: the biggest integer the calculator builds
 
@@ -146,10 +154,35 @@ def format_number(value: int | float) -> str:
 
 
 # --- fetching web pages -----------------------------------------------------------
+#
+# The URL comes from the model, so it is untrusted input. It may point at this computer
+# (http://127.0.0.1:8888 is the learner's Jupyter), at the local network, or at a cloud
+# metadata service (http://169.254.169.254). Unless the tools were built with
+# allow_private=True (for a course-local test server), a fetch therefore:
+#   1. resolves the host name and refuses it if ANY of its addresses is not public;
+#   2. checks the address the socket really connected to before sending a byte, so a
+#      DNS answer that changes between step 1 and the connection (DNS rebinding) is
+#      caught as well;
+#   3. follows redirects itself, at most MAX_REDIRECTS, checking each new address again;
+#   4. keeps one deadline for everything (connecting, headers, body, redirects): a
+#      watchdog cuts the connection when it passes, however slowly bytes trickle in.
+# Steps 1, 2 and 4 hook into httpx's connection through its "trace" extension, so they
+# run only where a socket is really opened: a page replayed from a cassette opens none.
+# Residual risks: behind an HTTP proxy the proxy resolves the name again (step 2 cannot
+# see its connection) and a name this computer cannot resolve is left to the proxy; the
+# system resolver's own timeout is not covered by the deadline.
 
 
 class FetchError(Exception):
     """A page could not be read; the message is shown to the model."""
+
+
+class FetchRefused(FetchError):
+    """The URL leads to an address fetch_url must not read (this computer, a private net)."""
+
+
+class FetchTimeout(FetchError):
+    """The fetch did not finish before its deadline."""
 
 
 @dataclass
@@ -165,49 +198,232 @@ class Page:
     capped: bool
 
 
-def read_page(
-    http: httpx2.Client, url: str, timeout: float = FETCH_TIMEOUT, max_bytes: int = MAX_BYTES
-) -> Page:
+# The kinds of address fetch_url refuses, in the order they are named (127.0.0.1 is also
+# "private" to the ipaddress module; "loopback" says more).
+FORBIDDEN_KINDS = ("loopback", "unspecified", "link_local", "multicast", "reserved", "private")
+
+# Sent with every fetch: a fresh connection each time, so that it is checked and the
+# watchdog owns its socket (a kept-alive connection would skip both).
+FETCH_HEADERS = {"Connection": "close"}
+
+
+def forbidden_kind(address: str) -> str | None:
+    """Say why an IP address is off limits for fetch_url, or None for a public address.
+
+    Args:
+        address: an IPv4 or IPv6 address as text; an IPv6 zone ("fe80::1%eth0") is ignored.
+
+    Returns:
+        "loopback", "unspecified", "link-local", "multicast", "reserved", "private",
+        "non-public" (e.g. 100.64.0.1, carrier-grade NAT), or None.
+    """
+    ip = ipaddress.ip_address(address.partition("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:  # ::ffff:127.0.0.1
+        ip = ip.ipv4_mapped
+    for kind in FORBIDDEN_KINDS:
+        if getattr(ip, f"is_{kind}"):
+            return kind.replace("_", "-")
+    return None if ip.is_global else "non-public"
+
+
+class _FetchGuard:
+    """One fetch's address checks (steps 1-2) and its deadline watchdog (step 4).
+
+    httpx calls `trace(event, info)` at each step of opening a connection; an exception
+    raised there stops the request before anything is sent.
+    """
+
+    def __init__(self, url: str, timeout: float, allow_private: bool) -> None:
+        self.first_url = url
+        self.url = httpx2.URL(url)  # the URL being fetched now (changes on a redirect)
+        self.timeout = timeout
+        self.allow_private = allow_private
+        self.deadline = time.monotonic() + timeout
+        self._direct = False  # True when the socket goes to self.url's host (no proxy)
+        self._sockets: list[socket.socket] = []
+        self._done = self._expired = False
+        self._lock = threading.Lock()
+        self._watchdog = threading.Timer(timeout, self._expire)
+        self._watchdog.daemon = True
+
+    def __enter__(self) -> _FetchGuard:
+        self._watchdog.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        with self._lock:
+            self._done = True
+        self._watchdog.cancel()
+
+    def too_slow(self) -> FetchTimeout:
+        return FetchTimeout(f"{self.first_url} did not load within {self.timeout:g} s. "
+                            "Try again later or try another URL.")
+
+    def remaining(self) -> float:
+        """Seconds left before the deadline (raises once it has passed)."""
+        left = self.deadline - time.monotonic()
+        if left <= 0 or self._expired:
+            raise self.too_slow()
+        return left
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpx's trace hook: check addresses, and hand each new socket to the watchdog."""
+        if event == "connection.connect_tcp.started":
+            self._direct = info["host"] == self.url.raw_host.decode("ascii")
+            if not self.allow_private:
+                self._check_name()
+        elif event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            stream = info["return_value"]
+            self._watch(stream.get_extra_info("socket"))
+            if event.startswith("connection.connect_tcp") and self._direct \
+                    and not self.allow_private:
+                self._check_peer(stream)
+
+    def _check_name(self) -> None:
+        """Step 1: every address the host resolves to must be public."""
+        port = self.url.port or (443 if self.url.scheme == "https" else 80)
+        try:
+            found = socket.getaddrinfo(self.url.raw_host.decode("ascii"), port,
+                                       type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):  # unresolvable here: the connection will say so
+            return
+        for *_, sockaddr in found:
+            self._refuse_if_forbidden(str(sockaddr[0]))
+
+    def _check_peer(self, stream: Any) -> None:
+        """Step 2: the address the socket really reached must be public too."""
+        try:
+            self._refuse_if_forbidden(str(stream.get_extra_info("server_addr")[0]))
+        except FetchRefused:
+            stream.close()
+            raise
+
+    def _refuse_if_forbidden(self, address: str) -> None:
+        kind = forbidden_kind(address)
+        if kind is not None:
+            host = self.url.host
+            where = address if host == address else f"{host} ({address})"
+            raise FetchRefused(
+                f"refused to fetch {self.url}: {where} is a {kind} address. fetch_url only "
+                "reads public web pages; give a public http:// or https:// URL.")
+
+    def _watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if self._expired:  # the deadline passed while connecting
+                self._cut(sock)
+
+    def _expire(self) -> None:
+        """Step 4: the deadline passed; cut every socket, so a blocked read returns."""
+        with self._lock:
+            if self._done:
+                return
+            self._expired = True
+            for sock in self._sockets:
+                self._cut(sock)
+
+    @staticmethod
+    def _cut(sock: socket.socket) -> None:
+        with contextlib.suppress(OSError):  # already closed
+            # the plain socket's method, also for a TLS socket (its own would drop TLS state)
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+def _check_url(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise FetchError(f"'{url}' is not an http:// or https:// URL. Give a full web address.")
+
+
+def read_page(http: httpx2.Client, url: str, timeout: float = FETCH_DEADLINE_S,
+              max_bytes: int = MAX_BYTES, allow_private: bool = False) -> Page:
     """GET an http(s) URL and return its text, reading at most `max_bytes` bytes.
 
-    The body is read chunk by chunk, so a huge or endless page never loads fully,
-    and the whole download must finish within `timeout` seconds.
+    Redirects are followed here, at most MAX_REDIRECTS, each new address checked like
+    the first (see the comment above `FetchError`). One deadline covers the whole fetch.
 
     Args:
         http: the HTTP client to use (normally `world.http`).
         url: an http:// or https:// address.
-        timeout: seconds allowed per network read and for the whole download.
-        max_bytes: stop reading after this many bytes.
+        timeout: seconds allowed for the whole fetch, redirects included.
+        max_bytes: keep at most this many bytes of the page (after decompression).
+        allow_private: also read loopback and private addresses (a course-local server).
 
     Raises:
-        FetchError: bad URL, HTTP error status, timeout or network failure.
+        FetchError: bad URL, refused address, HTTP error status, too slow, network failure
+            or corrupt compressed data.
     """
     url = url.strip()
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise FetchError(f"'{url}' is not an http:// or https:// URL. Give a full web address.")
-    deadline = time.monotonic() + timeout
-    body = bytearray()
+    _check_url(url)
     try:
-        with http.stream("GET", url, timeout=timeout) as response:
+        guard = _FetchGuard(url, timeout, allow_private)
+    except httpx2.InvalidURL as exc:
+        raise FetchError(f"could not fetch {url} ({exc}). Check the address.") from None
+    with guard:
+        for _ in range(MAX_REDIRECTS + 1):
+            result = _get_once(http, url, guard, max_bytes)
+            if isinstance(result, Page):
+                return result
+            url = result
+    raise FetchError(f"{guard.first_url} redirected more than {MAX_REDIRECTS} times. "
+                     "Try another URL.")
+
+
+def _get_once(http: httpx2.Client, url: str, guard: _FetchGuard, max_bytes: int
+              ) -> Page | str:
+    """One GET within the guard: the page, or the URL it redirects to."""
+    try:
+        guard.url = httpx2.URL(url)
+        with http.stream("GET", url, headers=FETCH_HEADERS, timeout=guard.remaining(),
+                         follow_redirects=False, extensions={"trace": guard.trace}) as response:
+            if response.is_redirect:  # a 3xx with a Location header
+                location = response.headers["location"]
+                target = str(response.url.join(location))
+                if urlsplit(target).scheme not in ("http", "https"):
+                    raise FetchError(f"{url} redirects to '{location}', which is not an "
+                                     "http:// or https:// URL. Try another URL.")
+                return target
             if response.status_code >= 400:
                 raise FetchError(f"HTTP {response.status_code} from {url}. Try another URL.")
-            if response.is_redirect:
-                target = response.headers.get("location", "another address")
-                raise FetchError(f"{url} redirects to {target}. Fetch that URL instead.")
-            for chunk in response.iter_bytes():
-                body += chunk
-                if len(body) >= max_bytes:
-                    break
-                if time.monotonic() > deadline:  # a page that trickles in forever
-                    raise FetchError(f"{url} took longer than {timeout:g} s. Try another URL.")
-            charset = response.charset_encoding
-    except httpx2.TimeoutException:
-        raise FetchError(f"{url} did not answer within {timeout:g} s. Try again later.") from None
+            body, capped = read_body(response, guard.deadline, max_bytes)
+            return Page(text=_decode(body, response.charset_encoding), capped=capped)
+    except (FetchTimeout, httpx2.TimeoutException):
+        raise guard.too_slow() from None
     except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
+        if time.monotonic() >= guard.deadline:  # the watchdog cut the connection
+            raise guard.too_slow() from None
         raise FetchError(f"could not fetch {url} ({exc}). Check the address.") from None
-    capped = len(body) >= max_bytes
-    return Page(text=_decode(bytes(body[:max_bytes]), charset), capped=capped)
+
+
+def read_body(response: httpx2.Response, deadline: float, max_bytes: int = MAX_BYTES
+              ) -> tuple[bytes, bool]:
+    """Read a streamed response's body within a byte cap and a deadline.
+
+    The cap counts decompressed bytes, and httpx2 decompresses in steps of at most
+    1 MiB, so a small gzip bomb never grows far past `max_bytes` in memory.
+
+    Args:
+        response: a response opened with `stream()` and not read yet.
+        deadline: the `time.monotonic()` value by which reading must be done.
+        max_bytes: keep at most this many bytes (after decompression).
+
+    Returns:
+        The body, at most `max_bytes` long, and whether reading stopped at the cap.
+
+    Raises:
+        FetchTimeout: the deadline passed.
+        httpx2.HTTPError: the network failed or the compressed data is corrupt.
+    """
+    body = bytearray()
+    for chunk in response.iter_bytes():
+        body += chunk
+        if time.monotonic() > deadline:  # a page that trickles in
+            raise FetchTimeout(f"{response.url} did not load in time.")
+        if len(body) > max_bytes:
+            return bytes(body[:max_bytes]), True
+    if time.monotonic() > deadline:  # the watchdog may have cut the body short
+        raise FetchTimeout(f"{response.url} did not load in time.")
+    return bytes(body), False
 
 
 def _decode(body: bytes, charset: str | None) -> str:
@@ -246,12 +462,17 @@ class DemoTools:
 
     Args:
         world: the clock and HTTP client the tools use; None means the real ones.
-        fetch_timeout: seconds `fetch_url` and `page_length` wait for a page.
+        fetch_timeout: seconds `fetch_url` and `page_length` may take for a whole fetch.
+        allow_private: let `fetch_url` and `page_length` read this computer and private
+            networks. Off by default (the model's URL is untrusted); on only for a
+            course-local server, e.g. in tests.
     """
 
-    def __init__(self, world: World | None = None, fetch_timeout: float = FETCH_TIMEOUT) -> None:
+    def __init__(self, world: World | None = None, fetch_timeout: float = FETCH_DEADLINE_S,
+                 allow_private: bool = False) -> None:
         self.world = world if world is not None else real_world()
         self.fetch_timeout = fetch_timeout
+        self.allow_private = allow_private
 
     def current_time(self, timezone: str = "Asia/Shanghai") -> str:
         """Get the current date and time in a timezone.
@@ -302,7 +523,8 @@ class DemoTools:
         if max_chars < 1:
             return "Error: max_chars must be at least 1."
         try:
-            page = read_page(self.world.http, url, timeout=self.fetch_timeout)
+            page = read_page(self.world.http, url, timeout=self.fetch_timeout,
+                             allow_private=self.allow_private)
         except FetchError as exc:
             return f"Error: {exc}"
         notes = []
@@ -319,7 +541,8 @@ class DemoTools:
             url: the full http:// or https:// address of the page.
         """
         try:
-            page = read_page(self.world.http, url, timeout=self.fetch_timeout)
+            page = read_page(self.world.http, url, timeout=self.fetch_timeout,
+                             allow_private=self.allow_private)
         except FetchError as exc:
             return f"Error: {exc}"
         if page.capped:

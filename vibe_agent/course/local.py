@@ -19,6 +19,8 @@ The model's built-in chat template throws `tools` away, so we ship our own
 
 A 135M-parameter model is weak: it makes up facts and miscalculates, and it rarely
 decides on its own to call a tool. That is real behaviour, and the lessons show it.
+`constrained_client()` tries constrained decoding instead (see `ConstrainedChoice`):
+every reply must be one tool call or one plain answer, and the model picks which.
 Nothing here is imported or started until you call it.
 """
 
@@ -27,9 +29,11 @@ from __future__ import annotations
 import atexit
 import importlib.metadata
 import importlib.util
+import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any, Self
@@ -255,3 +259,143 @@ def shared_server() -> LocalServer:
             _shared = LocalServer().start()
             atexit.register(_shared.close)
         return _shared
+
+
+# ---------------------------------------------------------------------------
+# Constrained decoding: one tool call or a plain answer, nothing else
+# ---------------------------------------------------------------------------
+#
+# Left alone, SmolLM2 almost never starts a reply with "<tool_call>", so llama.cpp's own
+# tool-call grammar (lazy: it switches on only once that text appears) never engages.
+# Constrained decoding goes further: every reply must be ONE JSON object,
+#     {"tool": "<an offered tool>", "arguments": {...its parameters...}}
+#  or {"tool": "none", "answer": "<the reply>"}
+# llama.cpp turns that JSON schema into a grammar and, token by token, lets the model
+# sample only tokens that keep the reply valid. Which branch (and which tool) comes
+# out is still the model's own pick: the grammar removes the impossible tokens, it
+# never chooses among the possible ones. `ConstrainedChoice` adds the schema to each
+# request and turns the JSON back into a genuine ChatCompletion with `tool_calls`.
+
+NO_TOOL = "none"  # the "tool" value of a plain answer
+
+CONSTRAINED_DECODING_INFO: dict[str, str] = {
+    "decoding": (
+        "constrained decoding: llama.cpp sampled under a JSON schema (response_format) that "
+        f'allows one offered tool with its arguments or {{"tool": "{NO_TOOL}", "answer": ...}}; '
+        "vibe_agent.course.local.ConstrainedChoice turned the JSON into tool_calls"
+    ),
+}
+
+
+def choice_schema(tools: list[dict[str, Any]] | None, tool_choice: Any = "auto"
+                  ) -> dict[str, Any] | None:
+    """The JSON schema a constrained reply must follow, or None to leave the request alone.
+
+    Args:
+        tools: the request's `tools` (OpenAI format).
+        tool_choice: the request's `tool_choice`: "auto" (or None) allows a call or an
+            answer, "required" only calls, {"type": "function", "function": {"name": N}}
+            only a call of N, "none" no constraint at all.
+    """
+    if not tools or tool_choice == "none":
+        return None
+    functions = [tool["function"] for tool in tools if tool.get("type") == "function"]
+    if isinstance(tool_choice, dict):
+        functions = [f for f in functions if f["name"] == tool_choice["function"]["name"]]
+    branches = [_branch(f["name"], "arguments", f.get("parameters") or {"type": "object"})
+                for f in functions]
+    if tool_choice in (None, "auto"):
+        branches.append(_branch(NO_TOOL, "answer", {"type": "string"}))
+    return {"anyOf": branches}
+
+
+def _branch(tool: str, key: str, value: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": {"tool": {"const": tool}, key: value},
+            "required": ["tool", key], "additionalProperties": False}
+
+
+class ConstrainedChoice(httpx2.BaseTransport):
+    """An httpx transport for a llama.cpp server: constrained decoding of tool choices.
+
+    A chat request that offers tools is sent on with `response_format` set to the
+    schema from `choice_schema` (its `tool_choice` is folded into the schema). The
+    reply's JSON comes back as a real ChatCompletion: a call becomes one entry in
+    `message.tool_calls` (finish_reason "tool_calls"), an answer becomes
+    `message.content`. Its `system_fingerprint` ends in "+constrained-decoding", so the
+    label travels with every response. Requests without tools, streamed requests and
+    requests with their own `response_format` pass through untouched.
+
+    A reply cut off by `max_tokens` is not valid JSON: it stays as the model wrote it,
+    with finish_reason "length".
+
+    Args:
+        upstream: the transport that reaches the server (default: a plain HTTP one).
+        schema: builds the schema from (tools, tool_choice); `choice_schema` by default.
+            The reply is read by its "tool", "arguments" and "answer" keys.
+    """
+
+    def __init__(self, upstream: httpx2.BaseTransport | None = None,
+                 schema: Callable[[Any, Any], dict[str, Any] | None] = choice_schema) -> None:
+        self.upstream = upstream if upstream is not None else httpx2.HTTPTransport()
+        self.schema = schema
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        if not request.url.path.endswith("/chat/completions"):
+            return self.upstream.handle_request(request)
+        body = json.loads(request.content or b"{}")
+        schema = None
+        if not body.get("stream") and "response_format" not in body:
+            schema = self.schema(body.get("tools"), body.get("tool_choice", "auto"))
+        if schema is None:
+            return self.upstream.handle_request(request)
+        sent = {key: value for key, value in body.items() if key != "tool_choice"}
+        sent["response_format"] = {"type": "json_schema",
+                                   "json_schema": {"name": "tool_or_answer", "schema": schema}}
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() != "content-length"]
+        response = self.upstream.handle_request(httpx2.Request(
+            request.method, request.url, headers=headers, json=sent,
+            extensions=request.extensions))
+        response.read()
+        if response.status_code != 200:
+            return httpx2.Response(response.status_code, content=response.content,
+                                   headers={"content-type": response.headers.get(
+                                       "content-type", "application/json")})
+        reply = response.json()
+        call_id = f"call_{len(body.get('messages') or [])}"  # unique within a conversation
+        for choice in reply.get("choices") or []:
+            _read_choice(choice, call_id)
+        reply["system_fingerprint"] = (
+            f"{reply.get('system_fingerprint') or 'llama.cpp'}+constrained-decoding")
+        return httpx2.Response(200, json=reply)
+
+
+def _read_choice(choice: dict[str, Any], call_id: str) -> None:
+    """Turn one choice's JSON content into tool_calls or a plain answer, in place."""
+    message = choice.get("message") or {}
+    try:
+        decided = json.loads(message.get("content") or "")
+    except json.JSONDecodeError:
+        return  # cut off mid-JSON: left as written (finish_reason says "length")
+    if not isinstance(decided, dict) or decided.get("tool", NO_TOOL) == NO_TOOL:
+        message["content"] = decided.get("answer", "") if isinstance(decided, dict) else ""
+        return
+    function = {"name": decided["tool"],
+                "arguments": json.dumps(decided.get("arguments", {}), ensure_ascii=False)}
+    message["content"] = None
+    message["tool_calls"] = [{"id": call_id, "type": "function", "function": function}]
+    choice["finish_reason"] = "tool_calls"
+
+
+def constrained_client(server: LocalServer | None = None, timeout: float = 600.0) -> Any:
+    """A genuine `openai.OpenAI` for the local model, with constrained tool choice.
+
+    Args:
+        server: a running `LocalServer`; None starts (or reuses) `shared_server()`.
+        timeout: seconds per request (a busy CPU can need minutes for a long prompt).
+    """
+    import openai
+
+    server = server if server is not None else shared_server()
+    http = httpx2.Client(transport=ConstrainedChoice(), timeout=timeout)
+    return openai.OpenAI(base_url=server.base_url, api_key="local-no-key", max_retries=0,
+                         http_client=http)
