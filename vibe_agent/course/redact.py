@@ -1,0 +1,104 @@
+"""Keeping secrets out of everything the course writes or prints.
+
+A provider's error body may echo the API key, in full or masked the way OpenAI does
+it ("sk-proj-****…wxyz": a prefix, a run of `*` or an ellipsis, the last four
+characters). A base URL may carry credentials (`http://user:password@host/v1`).
+`Redactor` replaces all of these with `REDACTED` in any text: cassettes are redacted
+before they are written, model responses before the SDK parses them (so an
+exception message cannot carry the key), and the command line redacts what it prints.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import httpx2
+
+REDACTED = "[已隐藏]"
+MIN_SECRET = 8  # shorter values ("k", "ollama") are placeholders, and too common to hide
+MIN_MASKED = 12  # a masked form is only recognisable on a key this long
+
+# scheme://user:password@ or scheme://token@ : everything between "//" and "@"
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@\"'<>]+@")
+_MASK = r"(?:\*+|…|\.{3})"  # how providers hide the middle of a key
+
+
+class Redactor:
+    """Replaces the given secrets, their masked forms and URL credentials in text.
+
+    Args:
+        secrets: the values to hide (API keys, passwords); short or empty ones are ignored.
+    """
+
+    def __init__(self, secrets: Iterable[str | None] = ()) -> None:
+        kept = sorted({s for s in secrets if s and len(s) >= MIN_SECRET}, key=len, reverse=True)
+        patterns = [re.escape(s) for s in kept]
+        for key in kept:
+            if len(key) >= MIN_MASKED:
+                last4 = re.escape(key[-4:])
+                # "sk-proj-****wxyz", "sk-ab...wxyz", "****wxyz"
+                patterns.append(rf"{re.escape(key[:3])}[\w\-]*?{_MASK}[\w\-*…]*?{last4}")
+                patterns.append(rf"{_MASK}[\w\-*…]*?{last4}")
+        self._secrets = re.compile("|".join(patterns)) if patterns else None
+
+    def __call__(self, text: str) -> str:
+        text = _URL_CREDENTIALS.sub(rf"\g<scheme>{REDACTED}@", text)
+        if self._secrets is not None:
+            text = self._secrets.sub(REDACTED, text)
+        return text
+
+    def bytes(self, content: bytes) -> bytes:
+        """The same for a UTF-8 body; other bytes are returned unchanged."""
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError:
+            return content
+        cleaned = self(text)
+        return content if cleaned == text else cleaned.encode("utf-8")
+
+
+def without_credentials(url: str) -> tuple[str, httpx2.BasicAuth | None]:
+    """Split `http://user:pw@host/v1` into `http://host/v1` and the Basic auth it meant.
+
+    httpx turns credentials in a URL into Basic auth; passing them as `auth=` keeps that
+    behaviour while every URL the SDK shows (error messages, `client.base_url`) stays clean.
+    """
+    parsed = httpx2.URL(url)
+    if not parsed.userinfo:
+        return url, None
+    auth = httpx2.BasicAuth(parsed.username, parsed.password)
+    return str(parsed.copy_with(username=None, password=None)), auth
+
+
+class RedactingTransport(httpx2.BaseTransport):
+    """Redacts secrets from a model endpoint's responses before the SDK reads them.
+
+    Streaming responses (`text/event-stream`) pass through untouched.
+
+    Args:
+        upstream: the transport that really talks to the endpoint.
+        redact: what to hide.
+    """
+
+    def __init__(self, upstream: httpx2.BaseTransport, redact: Redactor) -> None:
+        self.upstream = upstream
+        self.redact = redact
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = self.upstream.handle_request(request)
+        if "event-stream" in response.headers.get("content-type", ""):
+            return response
+        try:
+            content = response.read()
+        finally:
+            response.close()
+        headers = [(k, v) for k, v in response.headers.multi_items()
+                   if k.lower() not in ("content-length", "content-encoding",
+                                        "transfer-encoding")]
+        return httpx2.Response(response.status_code, headers=headers,
+                               content=self.redact.bytes(content), request=request,
+                               extensions=response.extensions)
+
+    def close(self) -> None:
+        self.upstream.close()
