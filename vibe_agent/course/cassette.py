@@ -249,7 +249,7 @@ def shape_problem(data: Any) -> str | None:
 
 def _json_problem(text: str, error: json.JSONDecodeError) -> str:
     where = f"第 {error.lineno} 行第 {error.colno} 列"
-    if error.pos >= len(text.rstrip()):
+    if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):
         return f"JSON 在中途就结束了（{where}），像是没写完就被打断了"
     if error.msg.startswith("Extra data"):
         return f"JSON 结束之后还有多余的内容（{where}）"

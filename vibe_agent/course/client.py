@@ -154,8 +154,10 @@ class CourseClient(openai.OpenAI):
 
     def _make_status_error(self, err_msg: str, *, body: object,
                            response: httpx2.Response) -> openai.APIStatusError:
-        # A provider may echo the key in an error: keep it out of messages and `exc.body`.
-        redact = self._connection.redact if self._connection else Redactor()
+        # A provider may echo the key in an error: keep it out of messages and `exc.body`,
+        # the configured key and the one this client sends (it may come from with_options).
+        known = self._connection.redact if self._connection else Redactor()
+        redact = known.adding(self.api_key if isinstance(self.api_key, str) else None)
         return super()._make_status_error(redact(err_msg), body=_redact_json(body, redact),
                                           response=response)
 

@@ -33,6 +33,7 @@ class Redactor:
 
     def __init__(self, secrets: Iterable[str | None] = ()) -> None:
         kept = sorted({s for s in secrets if s and len(s) >= MIN_SECRET}, key=len, reverse=True)
+        self.secrets = tuple(kept)
         patterns = [re.escape(s) for s in kept]
         for key in kept:
             if len(key) >= MIN_MASKED:
@@ -41,6 +42,10 @@ class Redactor:
                 patterns.append(rf"{re.escape(key[:3])}[\w\-]*?{_MASK}[\w\-*…]*?{last4}")
                 patterns.append(rf"{_MASK}[\w\-*…]*?{last4}")
         self._secrets = re.compile("|".join(patterns)) if patterns else None
+
+    def adding(self, *secrets: str | None) -> Redactor:
+        """A redactor that also hides `secrets` (e.g. a key passed in code)."""
+        return Redactor([*self.secrets, *secrets])
 
     def __call__(self, text: str) -> str:
         text = _URL_CREDENTIALS.sub(rf"\g<scheme>{REDACTED}@", text)
