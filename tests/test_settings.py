@@ -115,9 +115,11 @@ def silent_endpoint():
             except TimeoutError:
                 continue
 
-    threading.Thread(target=accept, daemon=True).start()
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
     yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
     stop.set()
+    acceptor.join()
     for connection in held:
         connection.close()
     listener.close()
