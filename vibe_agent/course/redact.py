@@ -4,8 +4,9 @@ A provider's error body may echo the API key, in full or masked the way OpenAI d
 it ("sk-proj-****…wxyz": a prefix, a run of `*` or an ellipsis, the last four
 characters). A base URL may carry credentials (`http://user:password@host/v1`).
 `Redactor` replaces all of these with `REDACTED` in any text: cassettes are redacted
-before they are written, model responses before the SDK parses them (so an
-exception message cannot carry the key), and the command line redacts what it prints.
+before they are written, a CourseClient redacts the SDK's status errors (so neither
+an exception message nor `AgentResult.message` can carry the key), and the command
+line redacts what it prints.
 """
 
 from __future__ import annotations
@@ -53,15 +54,6 @@ class Redactor:
             text = self._secrets.sub(REDACTED, text)
         return text
 
-    def bytes(self, content: bytes) -> bytes:
-        """The same for a UTF-8 body; other bytes are returned unchanged."""
-        try:
-            text = content.decode("utf-8")
-        except UnicodeDecodeError:
-            return content
-        cleaned = self(text)
-        return content if cleaned == text else cleaned.encode("utf-8")
-
 
 def without_credentials(url: str) -> tuple[str, httpx2.BasicAuth | None]:
     """Split `http://user:pw@host/v1` into `http://host/v1` and the Basic auth it meant.
@@ -74,36 +66,3 @@ def without_credentials(url: str) -> tuple[str, httpx2.BasicAuth | None]:
         return url, None
     auth = httpx2.BasicAuth(parsed.username, parsed.password)
     return str(parsed.copy_with(username=None, password=None)), auth
-
-
-class RedactingTransport(httpx2.BaseTransport):
-    """Redacts secrets from a model endpoint's responses before the SDK reads them.
-
-    Streaming responses (`text/event-stream`) pass through untouched.
-
-    Args:
-        upstream: the transport that really talks to the endpoint.
-        redact: what to hide.
-    """
-
-    def __init__(self, upstream: httpx2.BaseTransport, redact: Redactor) -> None:
-        self.upstream = upstream
-        self.redact = redact
-
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        response = self.upstream.handle_request(request)
-        if "event-stream" in response.headers.get("content-type", ""):
-            return response
-        try:
-            content = response.read()
-        finally:
-            response.close()
-        headers = [(k, v) for k, v in response.headers.multi_items()
-                   if k.lower() not in ("content-length", "content-encoding",
-                                        "transfer-encoding")]
-        return httpx2.Response(response.status_code, headers=headers,
-                               content=self.redact.bytes(content), request=request,
-                               extensions=response.extensions)
-
-    def close(self) -> None:
-        self.upstream.close()
