@@ -2,9 +2,12 @@
 
 `python -m pytest` collects tests/ and, through nbval (see pyproject.toml), runs every
 solutions/*.ipynb and compares its outputs. Notebook kernels are separate processes: no
-fixture or patch reaches them, but they inherit this process's environment. So replay
-mode is forced here, before any kernel starts, whatever a developer's shell or `.env`
+fixture or patch reaches them, but they inherit this process's environment. So STRICT
+replay is forced here, before any kernel starts, whatever a developer's shell or `.env`
 says (`.env` is read from the kernel's folder or its parent, and a key there means live).
+Strict, not the keyless default `offline`: a solution notebook whose request is not in
+its cassette must fail with ReplayMiss, never be answered by the labelled fallback
+(tests/test_offline.py checks both).
 """
 
 from __future__ import annotations

@@ -13,10 +13,11 @@ from __future__ import annotations
 import statistics
 import time
 
+import httpx2
+import openai
 from openai.types.chat import ChatCompletion
 
 from vibe_agent.course.cassette import Cassette, ReplayTransport
-from vibe_agent.course.client import _openai_client
 from vibe_agent.course.scripted import ScriptedModel, answer
 
 REPEAT = 2000
@@ -38,6 +39,12 @@ def cassette(size: int) -> Cassette:
         for n in range(size)])
 
 
+def sdk_client(transport: httpx2.BaseTransport) -> openai.OpenAI:
+    """The same client stack make_client builds for replay, over any transport."""
+    return openai.OpenAI(api_key="none", base_url="http://replay.invalid/v1", max_retries=0,
+                         http_client=openai.DefaultHttpxClient(transport=transport))
+
+
 def median_us(fn, repeat: int = REPEAT) -> float:
     samples = []
     for _ in range(repeat):
@@ -52,18 +59,14 @@ def main() -> None:
     validate = median_us(lambda: ChatCompletion.model_validate(body))
 
     # The SDK's own floor: the same client stack over a transport that returns fixed bytes.
-    import httpx2
-
     fixed = httpx2.MockTransport(lambda request: httpx2.Response(200, json=body))
-    floor_client = _openai_client(fixed, base_url="http://replay.invalid/v1", api_key="none",
-                                  max_retries=0)
+    floor_client = sdk_client(fixed)
     floor = median_us(lambda: floor_client.chat.completions.create(**request(0)))
 
     rows = []
     for size in (10, 1000):
         tape = cassette(size)
-        client = _openai_client(ReplayTransport(tape), base_url="http://replay.invalid/v1",
-                                api_key="none", max_retries=0)
+        client = sdk_client(ReplayTransport(tape))
         ask = request(size // 2)
         create = median_us(lambda client=client, ask=ask: client.chat.completions.create(**ask))
         lookup = median_us(lambda tape=tape, ask=ask: tape.chat_response(ask))

@@ -2,14 +2,60 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
+
+Route = Callable[[BaseHTTPRequestHandler], None]
 
 
 @pytest.fixture
 def tapes(tmp_path, monkeypatch):
     """Record into and replay from a temporary cassette folder, with no key around."""
     monkeypatch.setenv("VIBE_AGENT_CASSETTES", str(tmp_path))
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "VIBE_AGENT_MODE", "VIBE_AGENT_MODEL"):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "VIBE_AGENT_MODE", "VIBE_AGENT_MODEL",
+                 "VIBE_AGENT_FALLBACK", "VIBE_AGENT_RECORD_SOURCE", "VIBE_AGENT_TIMEOUT",
+                 "VIBE_AGENT_CONNECT_TIMEOUT", "VIBE_AGENT_MAX_RETRIES"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)  # no stray .env
     return tmp_path
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[dict[str, Route]], str]]:
+    """Start an HTTP server on 127.0.0.1 (never another interface) with the given routes.
+
+    `serve({"/path": handler})` returns the server's base URL; each handler receives the
+    request handler and writes the whole response itself. Unknown paths get a 404.
+    """
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(routes: dict[str, Route]) -> str:
+        class Handler(BaseHTTPRequestHandler):
+            def _route(self) -> None:
+                route = routes.get(self.path.split("?", 1)[0])
+                if route is None:
+                    self.send_error(404)
+                    return
+                try:
+                    route(self)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up, as it should
+
+            do_GET = do_POST = _route  # noqa: N815 - the http.server API
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_port}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()

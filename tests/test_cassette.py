@@ -18,7 +18,7 @@ from vibe_agent.course.cassette import (
     normalise,
     request_key,
 )
-from vibe_agent.course.client import ConfigError, client_info, make_client, resolve_mode
+from vibe_agent.course.client import ConfigError, make_client, resolve_mode
 from vibe_agent.course.scenarios import SCENARIOS, BundledPages, run_demo_tasks
 from vibe_agent.loop import run_agent
 from vibe_agent.tools import demo_registry
@@ -30,9 +30,8 @@ ALL_CASSETTES = sorted(CASSETTE_DIR.glob("*.json"))
 
 def record_demo(tmp_path: Path) -> Path:
     client = make_client("record", "demo", source="reference", pages=BundledPages())
-    info = client_info(client)
-    run_demo_tasks(client, info.model, info.world)
-    return info.cassette.save()
+    run_demo_tasks(client, client.model, client.world)
+    return client.cassette.finish()
 
 
 # --- normalising and diffing ---------------------------------------------------------
@@ -59,8 +58,8 @@ def test_differences_name_each_field():
     recorded = {"messages": [{"role": "user", "content": "17 × 23"}], "temperature": 0}
     now = {"messages": [{"role": "user", "content": "17 × 24"}], "temperature": 0.7}
     assert differences(recorded, now) == [
-        "messages[0].content: recorded '17 × 23' | now '17 × 24'",
-        "temperature: recorded '0' | now '0.7'",
+        "messages[0].content：录音里 '17 × 23' | 现在 '17 × 24'",
+        "temperature：录音里 '0' | 现在 '0.7'",
     ]
 
 
@@ -74,8 +73,7 @@ def test_record_then_replay_round_trip(tapes):
     assert saved["provenance"]["source"] == "scripted-reference"
 
     client = make_client("replay", "demo")
-    info = client_info(client)
-    results = run_demo_tasks(client, info.model, info.world)
+    results = run_demo_tasks(client, client.model, client.world)
     assert [r.ok for r in results] == [True] * 4
     assert "391" in results[1].answer
     recorded_time = next(i["value"] for i in saved["interactions"] if i["kind"] == "clock")
@@ -87,52 +85,50 @@ def test_replay_runs_our_code_for_real(tapes):
     """A broken tool shows up as broken in replay too: only the outside world is replayed."""
     record_demo(tapes)
     client = make_client("replay", "demo")
-    info = client_info(client)
-    registry = demo_registry(info.world)
+    registry = demo_registry(client.world)
     registry._tools["calculator"].fn = lambda expression: "Error: broken on purpose"
     with pytest.raises(ReplayMiss, match=r"messages\[3\]\.content"):
-        run_agent(client, "17 × 23 等于多少？", registry, model=info.model, max_tokens=300)
+        run_agent(client, "17 × 23 等于多少？", registry, model=client.model, max_tokens=300)
 
 
 def test_edited_prompt_misses_with_field_and_remedy(tapes):
     record_demo(tapes)
     client = make_client("replay", "demo")
-    info = client_info(client)
     with pytest.raises(ReplayMiss) as miss:
-        run_agent(client, "17 × 24 等于多少？", demo_registry(info.world), model=info.model,
+        run_agent(client, "17 × 24 等于多少？", demo_registry(client.world), model=client.model,
                   max_tokens=300)
     text = str(miss.value)
-    assert "demo.json" in text and "Nearest recording: chat #3 of 8" in text
-    assert "messages[1].content: recorded '17 × 23 等于多少？' | now '17 × 24 等于多少？'" in text
-    assert "VIBE_AGENT_MODE=live" in text
+    assert "demo.json" in text and "最接近的录音：第 3 次模型调用（共 8 次）" in text
+    assert "messages[1].content：录音里 '17 × 23 等于多少？' | 现在 '17 × 24 等于多少？'" in text
+    assert "VIBE_AGENT_MODE=offline" in text and "VIBE_AGENT_MODE=live" in text
+    assert "python -m vibe_agent record demo --source reference" in text  # record your own
+    assert "撤销你的改动" in text
 
 
 def test_non_deterministic_tool_misses(tapes):
     """If a tool's output changes between runs, the next request no longer matches."""
     record_demo(tapes)
     client = make_client("replay", "demo")
-    info = client_info(client)
     later = datetime(2027, 1, 1, tzinfo=UTC)  # a clock that does not replay
-    registry = demo_registry(World(now=lambda: later, http=info.world.http))
-    with pytest.raises(ReplayMiss, match=r"messages\[3\]\.content: recorded"):
-        run_agent(client, "现在几点？", registry, model=info.model, max_tokens=300)
+    registry = demo_registry(World(now=lambda: later, http=client.world.http))
+    with pytest.raises(ReplayMiss, match=r"messages\[3\]\.content：录音里"):
+        run_agent(client, "现在几点？", registry, model=client.model, max_tokens=300)
 
 
 def test_unrecorded_page_misses(tapes):
     record_demo(tapes)
-    info = client_info(make_client("replay", "demo"))
-    with pytest.raises(ReplayMiss, match="Recorded pages: https://example.com/"):
-        info.world.http.get("https://example.org/")
+    client = make_client("replay", "demo")
+    with pytest.raises(ReplayMiss, match="录到的网页：https://example.com/"):
+        client.world.http.get("https://example.org/")
 
 
 def test_rerunning_a_cell_replays_the_same_response(tapes):
     record_demo(tapes)
     client = make_client("replay", "demo")
-    info = client_info(client)
-    first = run_agent(client, "2099 年世界杯冠军是谁？", demo_registry(info.world),
-                      model=info.model, max_tokens=300)
-    again = run_agent(client, "2099 年世界杯冠军是谁？", demo_registry(info.world),
-                      model=info.model, max_tokens=300)
+    first = run_agent(client, "2099 年世界杯冠军是谁？", demo_registry(client.world),
+                      model=client.model, max_tokens=300)
+    again = run_agent(client, "2099 年世界杯冠军是谁？", demo_registry(client.world),
+                      model=client.model, max_tokens=300)
     assert first.answer == again.answer
 
 
@@ -149,7 +145,7 @@ def test_replay_client_is_a_real_openai_client_without_retries(tapes):
 @pytest.mark.parametrize(
     ("mode", "env", "expected"),
     [
-        (None, {}, "replay"),
+        (None, {}, "offline"),
         (None, {"OPENAI_API_KEY": "k"}, "live"),
         (None, {"OPENAI_API_KEY": "k", "VIBE_AGENT_MODE": "replay"}, "replay"),
         ("local", {"OPENAI_API_KEY": "k"}, "local"),
@@ -165,7 +161,7 @@ def test_mode_resolution(mode, env, expected):
     ("kwargs", "env", "message"),
     [
         ({"mode": "replay"}, {}, "需要指定录音"),
-        ({"mode": "replay", "cassette": "nope"}, {}, "cassette not found"),
+        ({"mode": "replay", "cassette": "nope"}, {}, "nope.json 用不了：文件不存在"),
         ({"mode": "live"}, {}, "OPENAI_API_KEY"),
         ({"mode": "live"}, {"OPENAI_API_KEY": "k"}, "VIBE_AGENT_MODEL"),
         ({"mode": "warp"}, {}, "未知的运行模式"),
@@ -184,10 +180,10 @@ def test_dotenv_is_honoured_but_environment_wins(tapes, monkeypatch):
     (tapes / ".env").write_text("OPENAI_API_KEY=from-dotenv\nVIBE_AGENT_MODEL='m1'\n"
                                 "# a comment\n", encoding="utf-8")
     client = make_client()
-    assert client_info(client).mode == "live" and client_info(client).model == "m1"
+    assert client.mode == "live" and client.model == "m1"
     assert client.api_key == "from-dotenv"
     monkeypatch.setenv("VIBE_AGENT_MODEL", "m2")
-    assert client_info(make_client()).model == "m2"
+    assert make_client().model == "m2"
 
 
 def test_live_client_uses_the_configured_endpoint(tapes, monkeypatch):
@@ -196,7 +192,7 @@ def test_live_client_uses_the_configured_endpoint(tapes, monkeypatch):
     monkeypatch.setenv("VIBE_AGENT_MODEL", "deepseek-chat")
     client = make_client()
     assert str(client.base_url) == "http://127.0.0.1:9/v1/"
-    assert client_info(client).provenance["endpoint"] == "127.0.0.1"
+    assert client.provenance["endpoint"] == "127.0.0.1"
 
 
 # --- every committed cassette -----------------------------------------------------------
@@ -232,9 +228,8 @@ def test_cassette_provenance_and_sdk_types(path):
 def test_scenario_replays_end_to_end(name, monkeypatch):
     monkeypatch.delenv("VIBE_AGENT_CASSETTES", raising=False)
     client = make_client("replay", name)
-    info = client_info(client)
-    SCENARIOS[name].run(client, info.model, info.world)
-    assert info.cassette.unused_chats() == []  # the scenario and its cassette agree
+    SCENARIOS[name].run(client, client.model, client.world)
+    assert client.cassette.unused_chats() == []  # the scenario and its cassette agree
 
 
 def test_missing_provenance_is_refused(tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from vibe_agent.course.cassette import SOURCES, Cassette, CassetteError, ReplayMiss, catalogue
-from vibe_agent.course.client import client_info, make_client
+from vibe_agent.course.client import make_client
 
 CASSETTE_DIR = Path(__file__).resolve().parent.parent / "notebooks" / "cassettes"
 
@@ -17,8 +17,9 @@ def record(name: str, *temperatures: float | None) -> None:
     client = make_client("record", name, source="reference")
     for temperature in temperatures:
         chosen = {} if temperature is None else {"temperature": temperature}
-        client.chat.completions.create(model=client_info(client).model, **chosen,
+        client.chat.completions.create(model=client.model, **chosen,
                                        messages=[{"role": "user", "content": "17 × 23 等于多少？"}])
+    client.cassette.finish()
 
 
 def test_rows_sorted_by_name_with_provenance(tapes):
@@ -57,6 +58,6 @@ def test_replay_miss_shows_only_its_explanation_in_jupyter():
     with pytest.raises(ReplayMiss) as miss:
         tape.chat_response({"model": "m", "messages": [{"role": "user", "content": "b"}]})
     lines = miss.value._render_traceback_()
-    assert lines[0] == "\x1b[0;31mReplayMiss\x1b[0m: cassette t has no recording of this request."
-    assert "  messages[0].content: recorded 'a' | now 'b'" in lines
-    assert lines[-1].startswith("What to do:")
+    assert lines[0] == "\x1b[0;31mReplayMiss\x1b[0m: 录音 t 里没有这个请求（严格回放模式 replay）。"
+    assert "  messages[0].content：录音里 'a' | 现在 'b'" in lines
+    assert lines[-1].startswith("  3. 撤销你的改动")

@@ -135,7 +135,7 @@ def pick_mode_right(env, requested):
     chosen = (requested or env.get("VIBE_AGENT_MODE") or "").strip().lower()
     if chosen:
         return chosen
-    return "live" if env.get("OPENAI_API_KEY") else "replay"
+    return "live" if env.get("OPENAI_API_KEY") else "offline"
 
 
 def pick_mode_unsolved(env, requested):
@@ -148,26 +148,26 @@ def ignores_requested(env, requested):
 
 def env_before_requested(env, requested):
     chosen = (env.get("VIBE_AGENT_MODE") or requested or "").strip().lower()
-    return chosen or ("live" if env.get("OPENAI_API_KEY") else "replay")
+    return chosen or ("live" if env.get("OPENAI_API_KEY") else "offline")
 
 
 def no_normalising(env, requested):
     chosen = requested or env.get("VIBE_AGENT_MODE")
-    return chosen or ("live" if env.get("OPENAI_API_KEY") else "replay")
+    return chosen or ("live" if env.get("OPENAI_API_KEY") else "offline")
 
 
 def key_by_presence(env, requested):
     chosen = (requested or env.get("VIBE_AGENT_MODE") or "").strip().lower()
-    return chosen or ("live" if "OPENAI_API_KEY" in env else "replay")
+    return chosen or ("live" if "OPENAI_API_KEY" in env else "offline")
 
 
 def get_with_default(env, requested):
-    default = "live" if env.get("OPENAI_API_KEY") else "replay"
+    default = "live" if env.get("OPENAI_API_KEY") else "offline"
     return (requested or env.get("VIBE_AGENT_MODE", default)).strip().lower()
 
 
-def always_replay(env, requested):
-    return (requested or env.get("VIBE_AGENT_MODE") or "replay").strip().lower()
+def always_offline(env, requested):
+    return (requested or env.get("VIBE_AGENT_MODE") or "offline").strip().lower()
 
 
 def reads_os_environ(env, requested):
@@ -186,7 +186,7 @@ def borrows_resolve_mode(env, requested):
         pytest.param(no_normalising, "先 .strip() 去掉空格，再 .lower()", id="no-strip-lower"),
         pytest.param(key_by_presence, "空字符串不算配置了 key", id="key-by-presence"),
         pytest.param(get_with_default, "VIBE_AGENT_MODE 为空时当作没设置", id="get-default"),
-        pytest.param(always_replay, "默认是 \"live\"", id="always-replay"),
+        pytest.param(always_offline, "默认是 \"live\"", id="always-offline"),
         pytest.param(reads_os_environ, "看起来你读的是 os.environ", id="reads-os-environ"),
         pytest.param(borrows_resolve_mode, "这道题要你亲手写出这条规则", id="calls-resolve-mode"),
     ],

@@ -111,3 +111,33 @@ def test_record_writes_a_cassette_that_replays(tmp_path):
 def test_record_rejects_unknown_scenarios(tmp_path):
     done = run_cli("record", "nope", cwd=tmp_path)
     assert done.returncode == 2 and "可用：demo_reference" in done.stderr
+
+
+def test_record_lesson_replaces_only_good_recordings(tapes, monkeypatch, capsys):
+    """`record LESSON`: the notebook's kernel writes NAME.json.partial files; the command
+    replaces each cassette whose recording is good and keeps the one whose calls failed."""
+    from vibe_agent.course import cli, make_notebooks
+    from vibe_agent.course.cassette import Cassette
+
+    good = Cassette("l_good", {"source": "scripted-reference"}, [{
+        "kind": "chat", "request": {"model": "m"},
+        "response": {"status": 200, "body": {"id": "x"}}}])
+    refused = Cassette("l_bad", {"source": "live-provider"}, [{
+        "kind": "chat", "request": {"model": "m"},
+        "response": {"status": 401, "body": {"error": {"message": "bad key"}}}}])
+    (tapes / "l_bad.json").write_text("the committed cassette", encoding="utf-8")
+
+    def kernel(path, env=None, allow_errors=False):  # what record mode leaves behind
+        assert env["VIBE_AGENT_MODE"] == "record"
+        good.save(tapes / "l_good.json.partial")
+        refused.save(tapes / "l_bad.json.partial")
+
+    monkeypatch.setattr(make_notebooks, "execute_notebook", kernel)
+    monkeypatch.setattr(make_notebooks, "refresh", lambda names: [])
+    monkeypatch.setattr(make_notebooks, "build", lambda *a: [])
+    assert cli.main(["record", "00_setup"]) == cli.EXIT_CASSETTE
+    err = capsys.readouterr().err
+    assert "l_bad.json 失败" in err and "HTTP 401" in err
+    assert Cassette.load(tapes / "l_good.json").interactions == good.interactions
+    assert (tapes / "l_bad.json").read_text(encoding="utf-8") == "the committed cassette"
+    assert not (tapes / "l_good.json.partial").exists() and (tapes / "l_bad.json.partial").exists()

@@ -220,13 +220,12 @@ def test_the_loop_runs_on_the_real_model_within_its_brakes(client: openai.OpenAI
 
 
 def test_local_mode_through_make_client(monkeypatch: pytest.MonkeyPatch) -> None:
-    from vibe_agent.course.client import client_info, make_client
+    from vibe_agent.course.client import make_client
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     client = make_client("local")
-    info = client_info(client)
-    assert info.provenance["source"] == "real-model" and info.provenance["quantisation"]
-    reply = client.chat.completions.create(model=info.model, max_tokens=8, temperature=0,
+    assert client.provenance["source"] == "real-model" and client.provenance["quantisation"]
+    reply = client.chat.completions.create(model=client.model, max_tokens=8, temperature=0,
                                            messages=[{"role": "user", "content": "Hi"}])
     assert reply.choices and reply.usage.prompt_tokens > 0
 

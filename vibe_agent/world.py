@@ -19,6 +19,18 @@ def system_clock() -> datetime:
     return datetime.now(UTC)
 
 
+FOLLOW_REDIRECTS = True  # the same in every mode, so live, record and replay agree
+
+
+def http_client(transport: httpx2.BaseTransport | None = None) -> httpx2.Client:
+    """The HTTP client the tools use, over `transport` (None: the network).
+
+    Every mode builds its client here, so redirects are handled the same way whether
+    the pages come from the network, a recording or the course's own files.
+    """
+    return httpx2.Client(transport=transport, follow_redirects=FOLLOW_REDIRECTS)
+
+
 class World:
     """What the tools may read from outside the program.
 
@@ -36,7 +48,7 @@ class World:
     @property
     def http(self) -> httpx2.Client:
         if self._http is None:  # creating a client costs ~40 ms (TLS set-up): only when needed
-            self._http = httpx2.Client(follow_redirects=True)
+            self._http = http_client()
         return self._http
 
 

@@ -1,98 +1,199 @@
-"""One client, several ways to run: `make_client()` always returns a genuine `openai.OpenAI`.
+"""One client, several ways to run: `make_client()` returns a genuine `openai.OpenAI`.
 
-    mode        where responses come from                      tools' clock and pages
-    replay      a cassette (no network, no key)                the same cassette
-    record      a live endpoint / local model / the reference  real, written to the cassette
+    mode        where responses come from                         tools' clock and pages
+    offline     a cassette; a request it lacks is answered by     the cassette; what it
+                the reference model (or the local model), and     lacks: the course's pages /
+                says so (one line, and the response's `model`)    the network, the real clock
+    replay      a cassette, strictly: a request it lacks raises   the same cassette
+                ReplayMiss (what the tests use)
+    record      a live endpoint / local model / the reference     real, written to the cassette
     live        OPENAI_BASE_URL + OPENAI_API_KEY + VIBE_AGENT_MODEL   real
-    local       SmolLM2-135M on 127.0.0.1 (llama.cpp)          real
-    reference   the scripted reference model (not an LLM)      real
+    local       SmolLM2-135M on 127.0.0.1 (llama.cpp)             real
+    reference   the scripted reference model (not an LLM)         real
 
 The mode comes from the argument, else VIBE_AGENT_MODE, else "live" when an API
-key is configured and "replay" otherwise. Settings are read from the environment
-and from a `.env` file if one exists — only when `make_client` is called, never
-at import time. Only the HTTP transport differs between modes: the code above it
-(your code, the loop, the tools) is the same in all of them.
+key is configured and "offline" otherwise. Settings are read from the environment
+and from a `.env` file if one exists (python-dotenv rules) — only when
+`make_client` is called, never at import time. Only the HTTP transport differs
+between modes: the code above it (your code, the loop, the tools) is the same.
+
+The client is a `CourseClient`, a subclass of `openai.OpenAI` that adds nothing to
+the API but a few read-only attributes: `client.mode`, `client.model`,
+`client.world` (the tools' clock and pages), `client.provenance`,
+`client.cassette`, `client.fallback` and `client.describe()`.
 """
 
 from __future__ import annotations
 
+import io
 import os
-import weakref
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit
 
 import httpx2
 import openai
+from dotenv import dotenv_values
 
-from ..world import World, real_world, system_clock
-from .cassette import Cassette, RecordTransport, ReplayTransport, record_world, replay_world
+from ..world import World, http_client, system_clock
+from .cassette import (
+    Cassette,
+    Fallback,
+    RecordTransport,
+    ReplayTransport,
+    record_world,
+    replay_world,
+)
+from .redact import Redactor, without_credentials
 from .reference import REFERENCE_MODEL_NAME, reference_model
+from .scripted import SCRIPTED_BASE_URL
 
-MODES = ("replay", "record", "live", "local", "reference")
+MODES = ("offline", "replay", "record", "live", "local", "reference")
 RECORD_SOURCES = ("reference", "local", "live")
-LIVE_TIMEOUT = 60.0  # seconds for one model request
+FALLBACKS = ("reference", "local")
+PAGES = ("bundled", "network")
+REPLAY_BASE_URL = "http://replay.invalid/v1"
+
+# Live mode: how long to wait and how often to retry (VIBE_AGENT_TIMEOUT,
+# VIBE_AGENT_CONNECT_TIMEOUT, VIBE_AGENT_MAX_RETRIES override these).
+LIVE_TIMEOUT = 60.0  # seconds without a byte from the endpoint before a request fails
+CONNECT_TIMEOUT = 10.0  # seconds to open the connection
+LIVE_RETRIES = 1  # the SDK retries timeouts, 429 and 5xx this many times, with backoff
 LOCAL_TIMEOUT = 600.0  # a 135M model on a busy 2-core CPU can need minutes for a long prompt
+
+FALLBACK_LABELS = {
+    "reference": "scripted-reference（回退：录音里没有这一步）",
+    "local": "smollm2-local（回退：录音里没有这一步）",
+}
+SOURCE_WORDS = {
+    "scripted-reference": "脚本参考模型（确定性的程序，不是 LLM）",
+    "real-model": "真实的小模型",
+    "live-provider": "在线模型服务",
+}
 
 
 class ConfigError(ValueError):
     """The run mode cannot be set up as configured (a message for people, in Chinese)."""
 
 
-@dataclass
-class ClientInfo:
-    """What a client made by `make_client` is connected to."""
+# ---------------------------------------------------------------------------
+# The client
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Connection:
+    """What a CourseClient is connected to (read through the client's attributes)."""
 
     mode: str
     model: str
     world: World
     provenance: dict[str, Any]
     cassette: Cassette | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    fallback: Fallback | None = None
+    timeout: httpx2.Timeout | None = None
+    max_retries: int = 0
+    redact: Redactor = field(default_factory=Redactor)
+
+
+class CourseClient(openai.OpenAI):
+    """A genuine `openai.OpenAI` that also knows where its answers come from.
+
+    Everything of the SDK works unchanged (`client.chat.completions.create`,
+    `client.with_options(timeout=5)`, `client.copy()`); a copy keeps the connection.
+    """
+
+    def __init__(self, *, connection: Connection | None = None, **options: Any) -> None:
+        super().__init__(**options)
+        self._connection = connection
+
+    @property
+    def connection(self) -> Connection:
+        if self._connection is None:
+            raise ConfigError("这个 client 不是 make_client() 创建的，没有运行模式信息。")
+        return self._connection
+
+    @property
+    def mode(self) -> str:
+        """offline, replay, record, live, local or reference."""
+        return self.connection.mode
+
+    @property
+    def model(self) -> str:
+        """The model name to send with requests on this client."""
+        return self.connection.model
+
+    @property
+    def world(self) -> World:
+        """The clock and HTTP client the tools should use next to this client."""
+        return self.connection.world
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """Where the answers come from (the cassette's provenance when there is one)."""
+        return self.connection.provenance
+
+    @property
+    def cassette(self) -> Cassette | None:
+        """The cassette replayed or recorded; None in live, local and reference mode."""
+        return self.connection.cassette
+
+    @property
+    def fallback(self) -> Fallback | None:
+        """Offline mode: what answers requests the cassette lacks (`.answered` counts them)."""
+        return self.connection.fallback
+
+    def copy(self, **options: Any) -> Self:  # the SDK builds the copy with self.__class__
+        twin = super().copy(**options)
+        twin._connection = self._connection
+        return twin
+
+    with_options = copy
+
+    def _make_status_error(self, err_msg: str, *, body: object,
+                           response: httpx2.Response) -> openai.APIStatusError:
+        # A provider may echo the key in an error: keep it out of messages and `exc.body`,
+        # the configured key and the one this client sends (it may come from with_options).
+        known = self._connection.redact if self._connection else Redactor()
+        redact = known.adding(self.api_key if isinstance(self.api_key, str) else None)
+        return super()._make_status_error(redact(err_msg), body=_redact_json(body, redact),
+                                          response=response)
 
     def describe(self) -> str:
-        """A few lines in Chinese for the set-up self-check."""
-        source = {
-            "scripted-reference": "脚本参考模型（确定性的程序，不是 LLM）",
-            "real-model": "真实的小模型",
-            "live-provider": "在线模型服务",
-        }.get(self.provenance.get("source", ""), self.provenance.get("source", "?"))
-        lines = [f"运行模式：{self.mode}", f"模型：{self.model}（{source}）"]
-        if self.cassette is not None:
-            lines.append(f"录音文件：{self.cassette.path or self.cassette.name}")
-            when = self.provenance.get("recorded_at", "?")
-            how = self.provenance.get("recorded_with", "?")
+        """A few lines in Chinese: mode, model and where the answers come from."""
+        c = self.connection
+        source = c.provenance.get("source", "?")
+        lines = [f"运行模式：{c.mode}", f"模型：{c.model}（{SOURCE_WORDS.get(source, source)}）"]
+        if c.cassette is not None:
+            lines.append(f"录音文件：{c.cassette.path or c.cassette.name}")
+            when = c.provenance.get("recorded_at", "?")
+            how = c.provenance.get("recorded_with", "?")
             lines.append(f"录制时间：{when}；录制方式：{how}")
-        if self.provenance.get("endpoint"):
-            lines.append(f"接口：{self.provenance['endpoint']}")
+        if c.provenance.get("endpoint"):
+            lines.append(f"接口：{c.provenance['endpoint']}")
+        if c.mode == "live" and c.timeout is not None:
+            lines.append(f"等待：连接 {c.timeout.connect:g} s，响应 {c.timeout.read:g} s；"
+                         f"失败后重试 {c.max_retries} 次")
+        if c.mode == "record" and c.cassette is not None:
+            lines.append(f"录制中：先写进 {c.cassette.partial_path.name}，"
+                         "录完检查无误才替换正式录音")
+        if c.fallback is not None:
+            lines.append(f"回退：录音里没有的请求由{c.fallback.about}回答，回答的 model 字段标为"
+                         f" “{c.fallback.label}”（已回退 {c.fallback.answered} 次）")
         return "\n".join(lines)
 
 
-_INFO: weakref.WeakKeyDictionary[openai.OpenAI, ClientInfo] = weakref.WeakKeyDictionary()
-_RECORDING: dict[Path, Cassette] = {}  # cassettes being recorded in this process
-
-
-def client_info(client: openai.OpenAI) -> ClientInfo:
-    """The mode, model, world and provenance behind a client from `make_client`."""
-    try:
-        return _INFO[client]
-    except KeyError:
-        raise ConfigError("这个 client 不是 make_client() 创建的，没有运行模式信息。") from None
-
-
-def model_name(client: openai.OpenAI) -> str:
-    """The model name to send with requests on this client."""
-    return client_info(client).model
-
-
-def world_of(client: openai.OpenAI | None) -> World:
-    """The clock and HTTP client the tools should use next to this client."""
-    if client is None or client not in _INFO:
-        return real_world()
-    return _INFO[client].world
+def _redact_json(value: Any, redact: Redactor) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redact_json(v, redact) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_json(v, redact) for v in value]
+    return value
 
 
 # ---------------------------------------------------------------------------
@@ -100,35 +201,72 @@ def world_of(client: openai.OpenAI | None) -> World:
 # ---------------------------------------------------------------------------
 
 
+def find_dotenv() -> Path | None:
+    """`.env` in the current folder, else in its parent (notebooks run in notebooks/)."""
+    for folder in (Path.cwd(), Path.cwd().parent):
+        if (folder / ".env").is_file():
+            return folder / ".env"
+    return None
+
+
 def read_dotenv(path: Path) -> dict[str, str]:
-    """KEY=VALUE lines of a .env file (comments and blank lines skipped)."""
-    values: dict[str, str] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.removeprefix("export ").partition("=")
-        values[key.strip()] = value.strip().strip("'\"")
-    return values
+    """The KEY=VALUE settings of a .env file, by python-dotenv's rules (inline `# comments`,
+    quotes, `export`); a UTF-8 BOM is fine, a file that is not UTF-8 is a ConfigError."""
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path} 不是 UTF-8 编码的文本（第 {line} 行有字节 "
+                          f"0x{raw[exc.start]:02x}）。用编辑器把它另存为 UTF-8 再试。") from None
+    values = dotenv_values(stream=io.StringIO(text))
+    return {key: value for key, value in values.items() if value is not None}
 
 
 def settings() -> dict[str, str]:
     """Environment variables, completed by `.env` in the current folder or its parent."""
-    found: dict[str, str] = {}
-    for folder in (Path.cwd(), Path.cwd().parent):
-        if (folder / ".env").is_file():
-            found = read_dotenv(folder / ".env")
-            break
+    path = find_dotenv()
+    found = read_dotenv(path) if path else {}
     return found | dict(os.environ)
 
 
 def resolve_mode(mode: str | None, env: dict[str, str]) -> str:
+    """The run mode: the argument, else VIBE_AGENT_MODE, else live with a key, else offline."""
     chosen = (mode or env.get("VIBE_AGENT_MODE") or "").strip().lower()
     if not chosen:
-        chosen = "live" if env.get("OPENAI_API_KEY") else "replay"
+        chosen = "live" if env.get("OPENAI_API_KEY") else "offline"
     if chosen not in MODES:
         raise ConfigError(f"未知的运行模式 {chosen!r}，可选：{', '.join(MODES)}。")
     return chosen
+
+
+def _number(env: dict[str, str], name: str, default: float, *, whole: bool = False) -> float:
+    text = (env.get(name) or "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text) if whole else float(text)
+    except ValueError:
+        value = -1
+    if value < 0 or (not whole and value == 0):
+        kind = "不小于 0 的整数" if whole else "大于 0 的秒数"
+        raise ConfigError(f"{name}={text!r} 不对：应该是{kind}，例如 {name}={default:g}。")
+    return value
+
+
+def live_limits(env: dict[str, str]) -> tuple[httpx2.Timeout, int]:
+    """Live mode's timeouts and retries, from VIBE_AGENT_TIMEOUT (seconds without an
+    answer), VIBE_AGENT_CONNECT_TIMEOUT and VIBE_AGENT_MAX_RETRIES."""
+    read = _number(env, "VIBE_AGENT_TIMEOUT", LIVE_TIMEOUT)
+    connect = _number(env, "VIBE_AGENT_CONNECT_TIMEOUT", CONNECT_TIMEOUT)
+    retries = int(_number(env, "VIBE_AGENT_MAX_RETRIES", LIVE_RETRIES, whole=True))
+    return httpx2.Timeout(read, connect=connect), retries
+
+
+def secrets_of(env: dict[str, str]) -> Redactor:
+    """What must never be written or printed: the key, and a password in the base URL."""
+    password = httpx2.URL(env.get("OPENAI_BASE_URL") or "http://x").password
+    return Redactor([env.get("OPENAI_API_KEY"), password])
 
 
 def cassette_dir(env: dict[str, str] | None = None) -> Path:
@@ -139,9 +277,11 @@ def cassette_dir(env: dict[str, str] | None = None) -> Path:
     return Path(__file__).resolve().parents[2] / "notebooks" / "cassettes"
 
 
-def cassette_path(name: str, env: dict[str, str] | None = None) -> Path:
-    """A cassette name ("demo_reference") or a path to a .json file."""
-    if name.endswith(".json") or os.sep in name:
+def cassette_path(name: str | os.PathLike[str], env: dict[str, str] | None = None) -> Path:
+    """A cassette name ("demo_reference") or a path (str or os.PathLike) to a .json file."""
+    if not isinstance(name, str):
+        return Path(name)
+    if name.endswith(".json") or "/" in name or os.sep in name:
         return Path(name)
     return cassette_dir(env) / f"{name}.json"
 
@@ -151,11 +291,13 @@ def cassette_path(name: str, env: dict[str, str] | None = None) -> Path:
 # ---------------------------------------------------------------------------
 
 
-def _openai_client(transport: httpx2.BaseTransport | None, *, base_url: str, api_key: str,
-                   max_retries: int, timeout: float = LIVE_TIMEOUT) -> openai.OpenAI:
-    http_client = httpx2.Client(transport=transport, timeout=timeout) if transport else None
-    return openai.OpenAI(api_key=api_key, base_url=base_url, http_client=http_client,
-                         max_retries=max_retries, timeout=timeout)
+def _client(connection: Connection, transport: httpx2.BaseTransport | None, *, base_url: str,
+            api_key: str, max_retries: int = 0, timeout: float | httpx2.Timeout = LIVE_TIMEOUT,
+            auth: httpx2.BasicAuth | None = None) -> CourseClient:
+    http = (openai.DefaultHttpxClient(transport=transport, auth=auth)
+            if transport is not None or auth is not None else None)
+    return CourseClient(connection=connection, api_key=api_key, base_url=base_url,
+                        http_client=http, max_retries=max_retries, timeout=timeout)
 
 
 def _live_settings(env: dict[str, str]) -> tuple[str, str, str]:
@@ -170,70 +312,162 @@ def _live_settings(env: dict[str, str]) -> tuple[str, str, str]:
     return key, base_url, model
 
 
-def _provenance(source: str, model: str, **more: Any) -> dict[str, Any]:
-    return {"source": source, "model": model, **more}
+def _pages(pages: str | httpx2.BaseTransport | None) -> tuple[httpx2.BaseTransport | None,
+                                                              str | None]:
+    """The transport for the tools' pages and the provenance note it carries."""
+    if pages is None or pages == "network":
+        return None, None
+    if pages == "bundled":
+        from .scenarios import BundledPages
+
+        bundled = BundledPages(other=httpx2.HTTPTransport())
+        return bundled, bundled.provenance_note
+    if isinstance(pages, httpx2.BaseTransport):
+        return pages, getattr(pages, "provenance_note", None)
+    raise ConfigError(f"pages= 只能是 {' / '.join(map(repr, PAGES))} 或一个 httpx2 传输层，"
+                      f"收到的是 {pages!r}。")
+
+
+def _real_world(pages: httpx2.BaseTransport | None) -> World:
+    return World(http=http_client(pages)) if pages is not None else World()
+
+
+def _local_server() -> Any:
+    from .local import shared_server
+
+    return shared_server()
+
+
+def make_client(mode: str | None = None, cassette: str | os.PathLike[str] | None = None, *,
+                source: str | None = None,
+                pages: str | httpx2.BaseTransport | None = None) -> CourseClient:
+    """A genuine `openai.OpenAI` (a CourseClient) for the chosen mode (see the module docstring).
+
+    Args:
+        mode: offline, replay, record, live, local or reference; None reads VIBE_AGENT_MODE.
+        cassette: the cassette name, e.g. "demo_reference", or a path (str or os.PathLike).
+            Needed by replay and record; offline without one answers everything by the
+            fallback model.
+        source: what record mode records from: reference, local or live. The variable
+            VIBE_AGENT_RECORD_SOURCE overrides it; without either, live when a key is set,
+            else reference.
+        pages: where the tools' pages come from when they are not replayed: "network"
+            (the default), "bundled" (the course's own pages, vibe_agent/data/, for their
+            addresses; others from the network) or an httpx2 transport. Replay serves the
+            recorded pages in every case.
+    """
+    env = settings()
+    chosen = resolve_mode(mode, env)
+    if chosen in ("replay", "record") and not cassette:
+        raise ConfigError(f"{chosen} 模式需要指定录音：make_client(cassette=\"名字\")。")
+    page_transport, pages_note = _pages(pages)
+    if chosen == "replay":
+        return _replay(cassette_path(cassette, env))
+    if chosen == "offline":
+        path = cassette_path(cassette, env) if cassette else None
+        return _offline(path, env, pages, page_transport)
+    if chosen == "record":
+        return _record(cassette_path(cassette, env), env, source, page_transport, pages_note)
+    provenance = {"pages": pages_note} if pages_note else {}
+    world = _real_world(page_transport)
+    if chosen == "live":
+        return _live(env, world, provenance)
+    if chosen == "local":
+        return _local(world, provenance)
+    return _reference(world, provenance)
+
+
+def _replay(path: Path) -> CourseClient:
+    tape = Cassette.load(path)
+    model = tape.provenance.get("request_model") or tape.provenance["model"]
+    connection = Connection("replay", model, replay_world(tape), tape.provenance, tape)
+    return _client(connection, ReplayTransport(tape), base_url=REPLAY_BASE_URL,
+                   api_key="replay-no-key")
+
+
+def _fallback(env: dict[str, str], pages: str | httpx2.BaseTransport | None,
+              page_transport: httpx2.BaseTransport | None) -> Fallback:
+    kind = (env.get("VIBE_AGENT_FALLBACK") or "reference").strip().lower()
+    if kind not in FALLBACKS:
+        raise ConfigError(f"VIBE_AGENT_FALLBACK={kind!r} 不对，可选：{', '.join(FALLBACKS)}。")
+    if page_transport is None and pages is None:  # offline: the course's pages, then the network
+        page_transport, _ = _pages("bundled")
+        pages = "bundled"
+    pages_about = "课程自带的页面（vibe_agent/data/，其他网址走网络）" if pages == "bundled" \
+        else "网络" if page_transport is None else "指定的页面来源"
+    common = {"label": FALLBACK_LABELS[kind], "clock": system_clock, "pages_about": pages_about,
+              "pages": page_transport or httpx2.HTTPTransport()}
+    if kind == "local":  # the server starts on the first request the cassette lacks
+        return Fallback(lambda: (httpx2.HTTPTransport(), _local_server().base_url),
+                        about="本机的真实小模型 SmolLM2-135M", **common)
+    return Fallback(lambda: (reference_model(), None), about="脚本参考模型（程序，不是 LLM）",
+                    **common)
+
+
+def _offline(path: Path | None, env: dict[str, str], pages: str | httpx2.BaseTransport | None,
+             page_transport: httpx2.BaseTransport | None) -> CourseClient:
+    fallback = _fallback(env, pages, page_transport)
+    tape = Cassette.load(path) if path is not None else None
+    if tape is None:
+        model = REFERENCE_MODEL_NAME if fallback.label == FALLBACK_LABELS["reference"] \
+            else _local_model_name()
+        provenance: dict[str, Any] = {"source": "scripted-reference" if model ==
+                                      REFERENCE_MODEL_NAME else "real-model", "model": model}
+        world = World(now=system_clock, http=http_client(fallback.pages))
+    else:
+        model = tape.provenance.get("request_model") or tape.provenance["model"]
+        provenance = dict(tape.provenance)
+        world = replay_world(tape, fallback)
+    provenance["fallback"] = f"{fallback.label}: {fallback.about}"
+    connection = Connection("offline", model, world, provenance, tape, fallback)
+    return _client(connection, ReplayTransport(tape, fallback), base_url=REPLAY_BASE_URL,
+                   api_key="offline-no-key", timeout=LOCAL_TIMEOUT)
+
+
+def _local_model_name() -> str:
+    from .local import LOCAL_MODEL_NAME
+
+    return LOCAL_MODEL_NAME
 
 
 def _upstream(source: str, env: dict[str, str]) -> tuple[httpx2.BaseTransport, str, str,
                                                          dict[str, Any]]:
     """Transport, base URL, model name and provenance for a record source."""
     if source == "reference":
-        return (reference_model(), "http://scripted.invalid/v1", REFERENCE_MODEL_NAME,
-                _provenance("scripted-reference", REFERENCE_MODEL_NAME,
-                            endpoint="scripted transport (vibe_agent.scripted.reference_model)"))
+        return (reference_model(), SCRIPTED_BASE_URL, REFERENCE_MODEL_NAME,
+                {"source": "scripted-reference", "model": REFERENCE_MODEL_NAME,
+                 "endpoint": "scripted transport (vibe_agent.scripted.reference_model)"})
     if source == "local":
-        from .local import LOCAL_MODEL_INFO, LOCAL_MODEL_NAME, shared_server
+        from .local import LOCAL_MODEL_INFO, LOCAL_MODEL_NAME
 
-        server = shared_server()
+        server = _local_server()
         return (httpx2.HTTPTransport(), server.base_url, LOCAL_MODEL_NAME,
-                _provenance("real-model", LOCAL_MODEL_NAME, **LOCAL_MODEL_INFO,
-                            endpoint="llama.cpp server on 127.0.0.1"))
+                {"source": "real-model", "model": LOCAL_MODEL_NAME, **LOCAL_MODEL_INFO,
+                 "endpoint": "llama.cpp server on 127.0.0.1"})
     _, base_url, model = _live_settings(env)
     return (httpx2.HTTPTransport(), base_url, model,
-            _provenance("live-provider", model, endpoint=urlsplit(base_url).hostname))
+            {"source": "live-provider", "model": model, "endpoint": urlsplit(base_url).hostname})
 
 
-def make_client(mode: str | None = None, cassette: str | None = None, *,
-                source: str | None = None,
-                pages: httpx2.BaseTransport | None = None) -> openai.OpenAI:
-    """A genuine `openai.OpenAI` for the chosen mode (see the module docstring).
+def package_version() -> str:
+    """vibe-agent's version: installed metadata, else pyproject.toml (a source checkout)."""
+    try:
+        return version("vibe-agent")
+    except PackageNotFoundError:
+        import tomllib
 
-    Args:
-        mode: replay, record, live, local or reference; None reads VIBE_AGENT_MODE.
-        cassette: the cassette name (replay and record), e.g. "demo_reference".
-        source: what record mode records from: reference, local or live. The variable
-            VIBE_AGENT_RECORD_SOURCE overrides it; without either, live when a key is set,
-            else reference.
-        pages: record mode only: the transport that fetches pages (default: the network).
-    """
-    env = settings()
-    chosen = resolve_mode(mode, env)
-    if chosen in ("replay", "record") and not cassette:
-        raise ConfigError(f"{chosen} 模式需要指定录音：make_client(cassette=\"名字\")。")
-    if chosen == "replay":
-        client, info = _replay(cassette or "", env)
-    elif chosen == "record":
-        client, info = _record(cassette or "", env, source, pages)
-    elif chosen == "live":
-        client, info = _live(env)
-    elif chosen == "local":
-        client, info = _local()
-    else:
-        client, info = _reference()
-    _INFO[client] = info
-    return client
+        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+        try:
+            return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"]
+        except (OSError, KeyError, tomllib.TOMLDecodeError):
+            return "unknown"
 
 
-def _replay(cassette: str, env: dict[str, str]) -> tuple[openai.OpenAI, ClientInfo]:
-    tape = Cassette.load(cassette_path(cassette, env))
-    client = _openai_client(ReplayTransport(tape), base_url="http://replay.invalid/v1",
-                            api_key="replay-no-key", max_retries=0)
-    model = tape.provenance.get("request_model") or tape.provenance["model"]
-    return client, ClientInfo("replay", model, replay_world(tape), tape.provenance, tape)
+_RECORDING: dict[Path, Cassette] = {}  # cassettes being recorded in this process
 
 
-def _record(cassette: str, env: dict[str, str], source: str | None,
-            pages: httpx2.BaseTransport | None) -> tuple[openai.OpenAI, ClientInfo]:
+def _record(path: Path, env: dict[str, str], source: str | None,
+            pages: httpx2.BaseTransport | None, pages_note: str | None) -> CourseClient:
     # VIBE_AGENT_RECORD_SOURCE overrides a notebook's own choice: one command
     # re-records every cassette from the same source (e.g. your live model).
     source = env.get("VIBE_AGENT_RECORD_SOURCE") or source or (
@@ -246,44 +480,52 @@ def _record(cassette: str, env: dict[str, str], source: str | None,
         "recorded_at": datetime.now(UTC).replace(microsecond=0).isoformat(),
         # `record LESSON` runs a notebook: it names the command that re-records it
         "recorded_with": env.get("VIBE_AGENT_RECORDED_WITH")
-        or f"python -m vibe_agent record {cassette} --source {source}",
-        "vibe_agent": version("vibe-agent"),
+        or f"python -m vibe_agent record {path.stem} --source {source}",
+        "vibe_agent": package_version(),
         "openai_sdk": openai.__version__,
     }
-    if getattr(pages, "provenance_note", None):  # e.g. the course's stand-in pages
-        provenance["pages"] = pages.provenance_note
-    path = cassette_path(cassette, env)
+    if pages_note:  # e.g. the course's stand-in pages
+        provenance["pages"] = pages_note
+    redact = secrets_of(env)
     tape = _RECORDING.get(path)  # a second client on the same cassette appends to it
     if tape is None or tape.provenance.get("request_model") != model:
-        tape = _RECORDING[path] = Cassette(path.stem, provenance, [], path, autosave=True)
-    client = _openai_client(RecordTransport(tape, upstream), base_url=base_url,
-                            api_key=env.get("OPENAI_API_KEY") or "record-no-key", max_retries=0,
-                            timeout=LOCAL_TIMEOUT if source == "local" else LIVE_TIMEOUT)
+        tape = _RECORDING[path] = Cassette(path.stem, provenance, [], path, autosave=True,
+                                           redact=redact)
+    base_url, auth = without_credentials(base_url)
+    timeout, _ = live_limits(env)
     world = record_world(tape, system_clock, pages or httpx2.HTTPTransport())
-    return client, ClientInfo("record", model, world, tape.provenance, tape)
+    connection = Connection("record", model, world, tape.provenance, tape, redact=redact)
+    return _client(connection, RecordTransport(tape, upstream), base_url=base_url,
+                   api_key=env.get("OPENAI_API_KEY") or "record-no-key", auth=auth,
+                   timeout=LOCAL_TIMEOUT if source == "local" else timeout)
 
 
-def _live(env: dict[str, str]) -> tuple[openai.OpenAI, ClientInfo]:
+def _live(env: dict[str, str], world: World, provenance: dict[str, Any]) -> CourseClient:
     key, base_url, model = _live_settings(env)
-    client = openai.OpenAI(api_key=key, base_url=base_url, timeout=LIVE_TIMEOUT)
-    provenance = _provenance("live-provider", model, endpoint=urlsplit(base_url).hostname)
-    return client, ClientInfo("live", model, real_world(), provenance)
+    timeout, retries = live_limits(env)
+    base_url, auth = without_credentials(base_url)
+    provenance = {"source": "live-provider", "model": model,
+                  "endpoint": urlsplit(base_url).hostname, **provenance}
+    connection = Connection("live", model, world, provenance, timeout=timeout,
+                            max_retries=retries, redact=secrets_of(env))
+    return _client(connection, None, base_url=base_url, api_key=key, auth=auth,
+                   max_retries=retries, timeout=timeout)
 
 
-def _local() -> tuple[openai.OpenAI, ClientInfo]:
-    from .local import LOCAL_MODEL_INFO, LOCAL_MODEL_NAME, shared_server
+def _local(world: World, provenance: dict[str, Any]) -> CourseClient:
+    from .local import LOCAL_MODEL_INFO, LOCAL_MODEL_NAME
 
-    server = shared_server()
-    client = openai.OpenAI(api_key="local-no-key", base_url=server.base_url, max_retries=0,
-                           timeout=LOCAL_TIMEOUT)
-    provenance = _provenance("real-model", LOCAL_MODEL_NAME, **LOCAL_MODEL_INFO,
-                             endpoint=server.base_url)
-    return client, ClientInfo("local", LOCAL_MODEL_NAME, real_world(), provenance)
+    server = _local_server()
+    provenance = {"source": "real-model", "model": LOCAL_MODEL_NAME, **LOCAL_MODEL_INFO,
+                  "endpoint": server.base_url, **provenance}
+    connection = Connection("local", LOCAL_MODEL_NAME, world, provenance)
+    return _client(connection, None, base_url=server.base_url, api_key="local-no-key",
+                   timeout=LOCAL_TIMEOUT)
 
 
-def _reference() -> tuple[openai.OpenAI, ClientInfo]:
-    model = reference_model()
-    provenance = _provenance("scripted-reference", REFERENCE_MODEL_NAME,
-                             endpoint="scripted transport")
-    return model.client(), ClientInfo("reference", REFERENCE_MODEL_NAME, real_world(),
-                                      provenance, extras={"model": model})
+def _reference(world: World, provenance: dict[str, Any]) -> CourseClient:
+    provenance = {"source": "scripted-reference", "model": REFERENCE_MODEL_NAME,
+                  "endpoint": "scripted transport", **provenance}
+    connection = Connection("reference", REFERENCE_MODEL_NAME, world, provenance)
+    return _client(connection, reference_model(), base_url=SCRIPTED_BASE_URL,
+                   api_key="scripted-no-key")

@@ -100,7 +100,7 @@ def run_demo_tasks(client: openai.OpenAI, model: str, world: Any = None,
     Args:
         client: any client from `make_client` (or a scripted model's client).
         model: the model name.
-        world: the tools' clock and pages (e.g. `world_of(client)`); None: the real ones.
+        world: the tools' clock and pages (e.g. `client.world`); None: the real ones.
         options: passed to `run_agent` (they override DEMO_OPTIONS).
     """
     registry = demo_registry(world)
@@ -125,25 +125,38 @@ BUNDLED_PAGES_NOTE = (
     + " and ".join(f"vibe_agent/data/{file} as {url}" for url, file in BUNDLED_PAGES.items())
     + ", stand-ins written for the course (recorded offline)"
 )
+OTHER_PAGES_NOTE = "; any other address from the network"
 
 
 class BundledPages(httpx2.BaseTransport):
-    """Serves the course's stand-in pages (`BUNDLED_PAGES`); anything else is a 404.
+    """Serves the course's stand-in pages (`BUNDLED_PAGES`); anything else goes to `other`.
 
-    Used when recording offline. The pages were written for the course, not downloaded
-    from the real sites; cassettes recorded with them say so in their provenance
-    (`make_client(pages=...)` copies `provenance_note` there).
+    The pages were written for the course, not downloaded from the real sites; a client
+    that uses them says so in its provenance (`make_client(pages=...)` copies
+    `provenance_note` there), and so do cassettes recorded with them.
+
+    Args:
+        other: the transport for every other address (e.g. the network); None answers
+            them with a 404, so nothing leaves the machine (offline recording).
     """
 
-    provenance_note = BUNDLED_PAGES_NOTE
+    def __init__(self, other: httpx2.BaseTransport | None = None) -> None:
+        self.other = other
+        self.provenance_note = BUNDLED_PAGES_NOTE + (OTHER_PAGES_NOTE if other else "")
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         file = BUNDLED_PAGES.get(str(request.url))
         if file is None:
+            if self.other is not None:
+                return self.other.handle_request(request)
             return httpx2.Response(404, text="not bundled")
         page = resources.files("vibe_agent").joinpath("data", file).read_bytes()
         return httpx2.Response(200, headers={"content-type": "text/html; charset=utf-8"},
                                content=page)
+
+    def close(self) -> None:
+        if self.other is not None:
+            self.other.close()
 
 
 # ---------------------------------------------------------------------------

@@ -117,7 +117,7 @@ KEY = "sk-checker-not-a-real-key"
 PICK_MODE_CASES: list[tuple[str, dict[str, str], str | None, str]] = [
     # (case name, env, requested, hint when the answer is wrong)
     ("什么都没配置", {}, None,
-     "没有参数、没有 VIBE_AGENT_MODE、也没有 key 时，默认是离线回放 \"replay\"。"),
+     "没有参数、没有 VIBE_AGENT_MODE、也没有 key 时，默认是离线模式 \"offline\"。"),
     ("只配置了 key", {"OPENAI_API_KEY": KEY}, None,
      "有 OPENAI_API_KEY（且不为空）而没有指定模式时，默认是 \"live\"。"),
     ("key 是空字符串", {"OPENAI_API_KEY": ""}, None,
