@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -129,6 +130,9 @@ class Cassette:
     autosave: bool = False  # record mode: write the file after every interaction
 
     def __post_init__(self) -> None:
+        # One lock per cassette: concurrent tasks (the bench) record into one cassette,
+        # and a replay lookup counts what it served (read-modify-write).
+        self._lock = threading.RLock()
         self._index()
 
     def _index(self) -> None:
@@ -169,30 +173,33 @@ class Cassette:
         return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
 
     def save(self, path: str | Path | None = None) -> Path:
-        target = Path(path or self.path or f"{self.name}.json")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(self.to_json(), encoding="utf-8")
-        self.path = target
-        return target
+        with self._lock:
+            target = Path(path or self.path or f"{self.name}.json")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(self.to_json(), encoding="utf-8")
+            self.path = target
+            return target
 
     # -- recording -----------------------------------------------------------
 
     def add(self, item: dict[str, Any]) -> None:
-        self.interactions.append(item)
-        self._index_one(len(self.interactions) - 1, item)
-        if self.autosave:  # a run that crashes half-way still leaves what it recorded
-            self.save()
+        with self._lock:
+            self.interactions.append(item)
+            self._index_one(len(self.interactions) - 1, item)
+            if self.autosave:  # a run that crashes half-way still leaves what it recorded
+                self.save()
 
     # -- replaying -----------------------------------------------------------
 
     def _take(self, key: str, indices: list[int]) -> dict[str, Any]:
         """The next recording for this key; once all were served, the last one again
         (so re-running a cell replays what it showed before)."""
-        n = self._served[key]
-        self._served[key] = n + 1
-        index = indices[min(n, len(indices) - 1)]
-        self._used.add(index)
-        return self.interactions[index]
+        with self._lock:
+            n = self._served[key]
+            self._served[key] = n + 1
+            index = indices[min(n, len(indices) - 1)]
+            self._used.add(index)
+            return self.interactions[index]
 
     def unused_chats(self) -> list[int]:
         """Numbers (from 1) of chat recordings nobody asked for yet."""
