@@ -167,7 +167,9 @@ def _guarded(task: Task, client: openai.OpenAI, model: str, max_iters: int) -> T
     try:
         return run_task(task, client, model, max_iters=max_iters)
     except Exception as exc:  # a harness error: recorded, and the CLI exits non-zero
-        text = " ".join(f"{type(exc).__name__}: {exc}".split())
+        name = type(exc).__name__
+        text = " ".join(str(exc).split())  # a ReplayMiss's text already starts with its name
+        text = text if text.startswith(name) else f"{name}: {text}"
         return TaskRecord(task=task.name, passed=False, stop_reason="error",
                           seconds=time.perf_counter() - started, error=text,
                           error_kind="harness", exception=exc)

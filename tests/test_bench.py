@@ -1,0 +1,246 @@
+"""The bench: tasks judged only by their tests, concurrent runs equal to serial ones,
+broken task folders reported without stopping the others, harness errors exit non-zero."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from vibe_agent.course import bench
+from vibe_agent.course.bench import TaskRecord, reference_factory, run_suite
+from vibe_agent.course.cassette import Cassette
+from vibe_agent.course.scripted import ScriptedModel, answer, call, calls
+from vibe_agent.course.tasks import SUITE_DIR, load_suite
+
+TASKS, _ = load_suite()
+BY_NAME = {task.name: task for task in TASKS}
+TWO = ["weather_fahrenheit", "login_username_case"]
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
+    return subprocess.run([sys.executable, "-m", "vibe_agent", "bench", *args],
+                          capture_output=True, text=True, timeout=300, cwd=cwd,
+                          env=clean | {"PYTHONPATH": str(Path(bench.__file__).parents[2])})
+
+
+def table_rows(stdout: str) -> dict[str, list[str]]:
+    """The table's task rows by task name: [passed, stop reason, calls, tokens, seconds]."""
+    rows = [line.split() for line in stdout.splitlines()]
+    return {row[0]: row[1:] for row in rows if len(row) == 6 and row[1] in ("✓", "✗")}
+
+
+def scripted_factory(*replies):
+    """Each task gets a fresh scripted model playing `replies` (a test double, not an LLM)."""
+    return lambda task: (ScriptedModel(list(replies), name="scripted").client(), "scripted")
+
+
+def fields(record: TaskRecord) -> tuple:
+    return (record.task, record.passed, record.stop_reason, record.model_calls, record.diff,
+            record.answer, record.tests_exit_code)
+
+
+# --- the command line ----------------------------------------------------------------
+
+
+def test_cli_two_tasks_prints_a_table_and_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    done = run_cli("--mode", "reference", "--only", *TWO, "--workers", "2", "--json", str(out),
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "不是 LLM" in done.stdout  # the reference model is labelled as what it is
+    rows = table_rows(done.stdout)
+    assert sorted(rows) == sorted(TWO)
+    assert all(row[:2] == ["✓", "answered"] and row[3] == "n/a" for row in rows.values())
+    assert "通过 2/2（100%）" in done.stdout
+    assert "bench" in done.stderr and "2/2" in done.stderr  # the tqdm progress bar
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["summary"]["passed"] == 2 and data["summary"]["pass_rate"] == 1.0
+    by_task = {record["task"]: record for record in data["tasks"]}
+    assert sorted(by_task) == sorted(TWO)
+    for name, record in by_task.items():
+        assert {"passed", "stop_reason", "model_calls", "tokens", "seconds", "diff",
+                "answer"} <= record.keys()
+        assert record["passed"] is True and record["tokens"] is None
+        assert record["model_calls"] == int(rows[name][2])
+        assert record["diff"].startswith("--- a/") and "已知修复" in record["answer"]
+        assert record["tests_changed"] is False
+
+
+@pytest.mark.parametrize(("task_json", "problem"), [
+    ("{not json", "不是合法的 JSON"),
+    ('{"prompt": "修一下", "timeout_s": 10}', '缺少字段 "test_command"'),
+], ids=["invalid-json", "missing-field"])
+def test_a_malformed_task_is_reported_and_the_good_one_still_runs(
+        tmp_path: Path, task_json: str, problem: str) -> None:
+    suite = tmp_path / "suite"
+    shutil.copytree(BY_NAME["weather_fahrenheit"].folder, suite / "good_task")
+    broken = suite / "broken_task"
+    shutil.copytree(BY_NAME["empty_class_scores"].folder, broken)
+    (broken / "task.json").write_text(task_json, encoding="utf-8")
+
+    done = run_cli("--tasks", str(suite), "--mode", "reference", cwd=tmp_path)
+
+    assert done.returncode == bench.EXIT_TASK_ERRORS  # documented: 1, the run still completed
+    rows = table_rows(done.stdout)
+    assert rows["good_task"][:2] == ["✓", "answered"]
+    assert rows["broken_task"][:2] == ["✗", "error"]
+    named = str(broken / "task.json")
+    assert named in done.stdout and problem in done.stdout  # under the table
+    assert named in done.stderr  # and before the run
+
+
+@pytest.mark.parametrize(("args", "problem"), [
+    (["--only", "no_such_task"], "没有这些任务"),
+    (["--workers", "0"], "至少是 1"),
+    (["--mode", "reference", "--record"], "--record"),
+], ids=["unknown-task", "zero-workers", "record-reference"])
+def test_configuration_problems_exit_2(tmp_path: Path, args: list[str], problem: str) -> None:
+    done = run_cli("--mode", "reference", *args, cwd=tmp_path)
+    assert done.returncode == bench.EXIT_CONFIG and problem in done.stderr
+
+
+def test_a_replay_miss_is_a_harness_error_and_exits_non_zero(tmp_path: Path) -> None:
+    Cassette("empty", {"source": "scripted-reference", "model": "m"}).save(tmp_path / "e.json")
+    done = run_cli("--mode", "replay", "--cassette", str(tmp_path / "e.json"),
+                   "--only", "weather_fahrenheit", cwd=tmp_path)
+    assert done.returncode == bench.EXIT_HARNESS
+    assert "评测框架出错（weather_fahrenheit）：ReplayMiss" in done.stdout
+
+
+# --- judging -------------------------------------------------------------------------
+
+BROKEN_TESTS = "def test_broken(:\n"
+
+
+@pytest.mark.parametrize(("replies", "stop_reason", "tests_changed"), [
+    ([answer("已修复，所有测试都通过了。")], "answered", False),
+    ([calls(call("write_file", {"path": "tests/test_weather.py", "content": BROKEN_TESTS})),
+      answer("已修复。")], "answered", True),
+    ([calls(call("list_files", {"path": "."})), calls(call("read_file", {"path": "weather.py"})),
+      calls(call("run_command", {"command": "python -m pytest -q"}))], "max_iters", False),
+], ids=["claims-success-without-fixing", "breaks-the-test-file", "never-answers"])
+def test_only_the_tests_decide(replies, stop_reason: str, tests_changed: bool) -> None:
+    task = BY_NAME["weather_fahrenheit"]
+    assert (SUITE_DIR / task.name / "repo" / "tests" / "test_weather.py").is_file()
+    [record] = run_suite([task], scripted_factory(*replies), max_iters=3)
+    assert record.passed is False and record.tests_exit_code not in (0, None)
+    assert record.stop_reason == stop_reason and record.error is None
+    assert record.tests_changed is tests_changed
+
+
+def test_a_harness_error_becomes_an_error_row_and_keeps_the_exception() -> None:
+    def factory(task):
+        model = ScriptedModel([], name="empty script")  # its first request raises
+        return model.client(), "scripted"
+
+    first, second = run_suite([BY_NAME[name] for name in TWO], factory, workers=2)
+    for record in (first, second):
+        assert record.error_kind == "harness" and not record.passed
+        assert record.error.startswith("ScriptExhausted") and record.exception is not None
+
+
+# --- the suite and concurrency -------------------------------------------------------
+
+
+def test_the_reference_model_passes_the_whole_suite() -> None:
+    """The CI run of the suite: proves the harness, tools and loop, not any model."""
+    assert len(TASKS) == 18
+    records = run_suite(TASKS, reference_factory(TASKS), workers=2)
+    failed = {r.task: r.error or r.tests_output for r in records if not r.passed}
+    assert failed == {}
+    assert [r.task for r in records] == [t.name for t in TASKS]
+    assert all(r.stop_reason == "answered" and r.diff and not r.tests_changed for r in records)
+
+
+def test_four_workers_give_the_same_records_as_one() -> None:
+    tasks = [BY_NAME[name] for name in [*TWO, "sales_report_total", "note_tags_shared",
+                                         "batch_doc_example", "renewal_december"]]
+    serial = run_suite(tasks, reference_factory(tasks), workers=1)
+    finished: list[str] = []
+    parallel = run_suite(tasks, reference_factory(tasks), workers=4,
+                         on_done=lambda r: finished.append(r.task))
+    assert [fields(r) for r in parallel] == [fields(r) for r in serial]
+    assert sorted(finished) == sorted(t.name for t in tasks)
+
+
+def test_tasks_really_overlap() -> None:
+    """Two tasks whose model waits 0.5 s per call take about half as long on 2 workers."""
+    def slow_factory(task):
+        model = ScriptedModel(lambda body: (time.sleep(0.5), answer("好了"))[1], name="slow")
+        return model.client(), "slow"
+
+    tasks = [BY_NAME[name] for name in TWO]
+    started = time.perf_counter()
+    records = run_suite(tasks, slow_factory, workers=2)
+    assert time.perf_counter() - started < 2 * 0.5 + 1.5  # serial waiting alone is 1.0 s
+    assert [r.model_calls for r in records] == [1, 1]
+
+
+# --- the cassette under concurrent use -----------------------------------------------
+
+
+class SlowCounts(defaultdict):
+    """Widens the window between reading and writing a replay counter."""
+
+    def __getitem__(self, key):
+        value = super().__getitem__(key)
+        time.sleep(0.0005)
+        return value
+
+
+def in_threads(work, threads: int = 4) -> None:
+    barrier = threading.Barrier(threads)
+
+    def run(k: int) -> None:
+        barrier.wait()
+        work(k)
+
+    workers = [threading.Thread(target=run, args=(k,)) for k in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def test_concurrent_replays_of_one_request_get_each_recording_once() -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "同一个问题"}]}
+    tape = Cassette("t", {"source": "scripted-reference"}, [
+        {"kind": "chat", "request": body, "response": {"status": 200, "body": {"n": n}}}
+        for n in range(40)])
+    tape._served = SlowCounts(int)
+    served: list[int] = []
+    in_threads(lambda k: served.extend(tape.chat_response(body)["body"]["n"] for _ in range(10)))
+    assert sorted(served) == list(range(40))
+
+
+def test_concurrent_recording_saves_one_at_a_time_and_loses_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tape = Cassette("t", {"source": "scripted-reference"}, [], tmp_path / "t.json", autosave=True)
+    to_json = Cassette.to_json
+    saving, most = [0], [0]
+    count = threading.Lock()
+
+    def slow_to_json(self: Cassette) -> str:
+        with count:
+            saving[0] += 1
+            most[0] = max(most[0], saving[0])
+        time.sleep(0.001)
+        text = to_json(self)
+        with count:
+            saving[0] -= 1
+        return text
+
+    monkeypatch.setattr(Cassette, "to_json", slow_to_json)
+    in_threads(lambda k: [tape.add({"kind": "clock", "value": f"{k}-{i}"}) for i in range(10)])
+    assert most[0] == 1
+    assert len(Cassette.load(tmp_path / "t.json").interactions) == 40
