@@ -11,15 +11,19 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx2
 import pytest
 
-from vibe_agent.course import bench
+from vibe_agent.course import bench, cli
 from vibe_agent.course.bench import TaskRecord, reference_factory, run_suite
-from vibe_agent.course.cassette import Cassette
+from vibe_agent.course.cassette import Cassette, ReplayMiss
+from vibe_agent.course.known_fix import known_fix_model
 from vibe_agent.course.scripted import ScriptedModel, answer, call, calls
 from vibe_agent.course.tasks import SUITE_DIR, load_suite
+from vibe_agent.sandbox import run_in_sandbox
 
 TASKS, _ = load_suite()
 BY_NAME = {task.name: task for task in TASKS}
@@ -115,6 +119,55 @@ def test_a_replay_miss_is_a_harness_error_and_exits_non_zero(tmp_path: Path) -> 
                    "--only", "weather_fahrenheit", cwd=tmp_path)
     assert done.returncode == bench.EXIT_HARNESS
     assert "评测框架出错（weather_fahrenheit）：ReplayMiss" in done.stdout
+
+
+@pytest.fixture
+def known_fix_provider():
+    """An OpenAI-compatible server on 127.0.0.1 playing the known-fix reference model."""
+    model = known_fix_model(TASKS)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - the http.server API
+            body = self.rfile.read(int(self.headers["content-length"]))
+            response = model.handle_request(httpx2.Request(
+                "POST", f"http://127.0.0.1{self.path}", content=body))
+            self.send_response(response.status_code)
+            self.send_header("content-type", "application/json")
+            self.end_headers()
+            self.wfile.write(response.read())
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/v1"
+    server.shutdown()
+
+
+def test_record_a_run_then_replay_it_with_the_recorded_options(
+        tapes: Path, known_fix_provider: str, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", known_fix_provider)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("VIBE_AGENT_MODEL", "known-fix-over-http")
+    # provenance names the package version; the test venv may run it uninstalled
+    monkeypatch.setattr("vibe_agent.course.client.version", lambda name: "test")
+
+    assert cli.main(["bench", "--mode", "live", "--record", "--only", *TWO,
+                     "--workers", "2", "--max-iters", "9"]) == 0
+    recorded = table_rows(capsys.readouterr().out)
+    tape = Cassette.load(tapes / "bench_live.json")
+    assert tape.provenance["bench"]["tasks"] == sorted(TWO)
+    assert tape.provenance["bench"]["max_iters"] == 9
+    assert "bench --mode live --record" in tape.provenance["recorded_with"]
+
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "VIBE_AGENT_MODEL"):
+        monkeypatch.delenv(name)
+    assert cli.main(["bench", "--mode", "replay", "--cassette", "bench_live"]) == 0
+    replayed = table_rows(capsys.readouterr().out)
+    assert sorted(replayed) == sorted(TWO)
+    assert {k: v[:3] for k, v in replayed.items()} == {k: v[:3] for k, v in recorded.items()}
+    assert all(row[:2] == ["✓", "answered"] for row in replayed.values())
 
 
 # --- judging -------------------------------------------------------------------------
@@ -244,3 +297,36 @@ def test_concurrent_recording_saves_one_at_a_time_and_loses_nothing(
     in_threads(lambda k: [tape.add({"kind": "clock", "value": f"{k}-{i}"}) for i in range(10)])
     assert most[0] == 1
     assert len(Cassette.load(tmp_path / "t.json").interactions) == 40
+
+
+@pytest.mark.parametrize(("recorded", "now", "hit"), [
+    ("13 failed, 1 passed in 0.16s", "13 failed, 1 passed in 0.10s", True),
+    ("14 passed in 61.20s (0:01:01)", "14 passed in 59.87s (0:00:59)", True),
+    ("Ran 3 tests in 0.001s\n\nOK", "Ran 3 tests in 0.013s\n\nOK", True),
+    ("store = <Store object at 0x7f8a88cd5710>", "store = <Store object at 0x7f847bfcc5d0>", True),
+    ("13 failed, 1 passed in 0.16s", "12 failed, 2 passed in 0.16s", False),
+    ("join in 2 steps", "join in 3 steps", False),
+], ids=["pytest-duration", "long-duration", "unittest-duration", "object-address",
+        "other-counts-miss", "not-a-duration"])
+def test_replay_ignores_what_is_never_the_same_twice(recorded: str, now: str, hit: bool) -> None:
+    def body(tool_result: str) -> dict:
+        return {"model": "m", "messages": [
+            {"role": "user", "content": "修一下"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+             "function": {"name": "run_command", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": tool_result}]}
+
+    tape = Cassette("t", {"source": "scripted-reference"}, [
+        {"kind": "chat", "request": body(recorded), "response": {"status": 200, "body": {}}}])
+    if hit:
+        assert tape.chat_response(body(now)) == {"status": 200, "body": {}}
+    else:
+        with pytest.raises(ReplayMiss, match=r"messages\[2\]\.content"):
+            tape.chat_response(body(now))
+
+
+def test_sandboxed_commands_print_sets_in_the_same_order(tmp_path: Path) -> None:
+    """A fixed hash seed: a failing test's set diff reads the same in every run."""
+    command = "python -c \"print({'alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta'})\""
+    outputs = {run_in_sandbox(command, tmp_path, timeout=30).output for _ in range(4)}
+    assert len(outputs) == 1

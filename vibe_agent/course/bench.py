@@ -48,8 +48,8 @@ from ..coding import coding_registry, snapshot, workspace_diff
 from ..loop import run_agent
 from ..sandbox import DEFAULT_COMMANDS, Policy, run_in_sandbox, why_not_isolated
 from ..trace import Trace
-from .cassette import CassetteError
-from .client import ConfigError, client_info, make_client, settings
+from .cassette import Cassette, CassetteError
+from .client import ConfigError, cassette_path, client_info, make_client, settings
 from .known_fix import KNOWN_FIX_LABEL, KNOWN_FIX_MODEL_NAME, known_fix_model
 from .tasks import SUITE_DIR, Task, TaskError, copy_repo, load_task
 
@@ -327,8 +327,9 @@ def add_parser(sub: Any) -> None:
     bench.add_argument("--tasks", type=Path, help="任务集文件夹（默认：课程自带的任务集）")
     bench.add_argument("--only", nargs="+", metavar="NAME", help="只运行这些任务")
     bench.add_argument("--workers", type=int, default=1, help="同时运行几个任务（线程数）")
-    bench.add_argument("--max-iters", type=int, default=DEFAULT_MAX_ITERS,
-                       help=f"每个任务最多调用模型几轮（默认 {DEFAULT_MAX_ITERS}）")
+    bench.add_argument("--max-iters", type=int,
+                       help=f"每个任务最多调用模型几轮（默认 {DEFAULT_MAX_ITERS}；"
+                            "回放时默认用录音里的值）")
     bench.add_argument("--json", type=Path, metavar="PATH", help="把每个任务的结果写成 JSON")
     bench.add_argument("--record", action="store_true",
                        help="local/live 模式：把模型的回复录进 cassette（每次运行一个文件）")
@@ -340,12 +341,18 @@ def add_parser(sub: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     """`python -m vibe_agent bench`: run, print the table, return the exit code."""
     mode = args.mode or ("live" if settings().get("OPENAI_API_KEY") else "reference")
+    try:
+        if mode == "replay":  # replay what was recorded: the same tasks, the same brake
+            args.cassette = args.cassette or DEFAULT_CASSETTES["local"]
+            recorded = recorded_options(args.cassette)
+            args.only = args.only or recorded.get("tasks")
+            args.max_iters = args.max_iters or recorded.get("max_iters")
+        tasks, errors = load_tasks(args.tasks)
+    except (CassetteError, TaskError) as exc:
+        return _config_error(str(exc))
+    args.max_iters = args.max_iters or DEFAULT_MAX_ITERS
     if args.workers < 1 or args.max_iters < 1:
         return _config_error("--workers 和 --max-iters 都至少是 1。")
-    try:
-        tasks, errors = load_tasks(args.tasks)
-    except TaskError as exc:
-        return _config_error(str(exc))
     if args.only:
         known = {t.name for t in tasks} | {r.task for r in errors}
         unknown = [name for name in args.only if name not in known]
@@ -389,7 +396,7 @@ def _factory(mode: str, args: argparse.Namespace,
     if mode == "reference":
         return reference_factory(tasks), f"模型：{KNOWN_FIX_MODEL_NAME}（{KNOWN_FIX_LABEL}）"
     if mode == "replay":
-        factory = client_factory("replay", args.cassette or DEFAULT_CASSETTES["local"])
+        factory = client_factory("replay", args.cassette)
     elif args.record:
         factory = _recording_factory(mode, args, tasks)
     else:
@@ -419,9 +426,21 @@ def _recording_factory(mode: str, args: argparse.Namespace,
     return factory
 
 
+def recorded_options(cassette: str = "bench_smollm2") -> dict[str, Any]:
+    """How a bench cassette was recorded: {"tasks": [...], "max_iters": n, ...}.
+
+    Replay it with the same tasks and `max_iters`: another round, or another task,
+    is a request the cassette does not hold.
+
+    Args:
+        cassette: a cassette name (in the cassette folder) or a path to a .json file.
+    """
+    return dict(Cassette.load(cassette_path(cassette)).provenance.get("bench", {}))
+
+
 def _write_json(path: Path, records: Sequence[TaskRecord], wall: float, mode: str,
                 about: str) -> None:
-    data = {"mode": mode, "model": about, "summary": summary(records, wall),
+    data = {"mode": mode, "about": about, "summary": summary(records, wall),
             "tasks": [r.to_dict() for r in records]}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

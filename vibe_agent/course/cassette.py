@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 from collections import defaultdict
 from collections.abc import Callable
@@ -69,9 +70,26 @@ def normalise(value: Any) -> Any:
     return value
 
 
+# Parts of a tool result that are never the same twice: how long a test run took
+# ("14 passed in 0.05s", unittest's "Ran 3 tests in 0.001s") and where an object
+# lived ("<Store object at 0x7f8a88cd5710>"). A request quoting them must still replay.
+VOLATILE = [
+    (re.compile(r"\bin \d+(?:\.\d+)?s\b(?: \(\d+:\d\d:\d\d\))?"), "in <duration>"),
+    (re.compile(r"\bat 0x[0-9a-f]{6,16}\b"), "at 0x<address>"),
+]
+
+
+def without_volatile(text: str) -> str:
+    """`text` with test-run durations and object addresses replaced by placeholders."""
+    for pattern, placeholder in VOLATILE:
+        text = pattern.sub(placeholder, text)
+    return text
+
+
 def request_key(body: dict[str, Any]) -> str:
-    """The lookup key for a chat request: its normalised body as canonical JSON."""
-    return json.dumps(normalise(body), sort_keys=True, ensure_ascii=False)
+    """The lookup key for a chat request: its normalised body as canonical JSON,
+    volatile parts (test-run durations, object addresses) left out."""
+    return without_volatile(json.dumps(normalise(body), sort_keys=True, ensure_ascii=False))
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -99,7 +117,14 @@ def _differing(recorded: dict[str, Any], now: dict[str, Any]) -> list[tuple[str,
     old, new = flatten(normalise(recorded)), flatten(normalise(now))
     return [(path, old.get(path, "<absent>"), new.get(path, "<absent>"))
             for path in sorted(old.keys() | new.keys())
-            if old.get(path, "<absent>") != new.get(path, "<absent>")]
+            if not _same(old.get(path, "<absent>"), new.get(path, "<absent>"))]
+
+
+def _same(old: Any, new: Any) -> bool:
+    """Equal values; texts that differ only in volatile parts count as equal."""
+    if isinstance(old, str) and isinstance(new, str):
+        return without_volatile(old) == without_volatile(new)
+    return old == new
 
 
 def differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
