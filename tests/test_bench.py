@@ -332,3 +332,14 @@ def test_sandboxed_commands_print_sets_in_the_same_order(tmp_path: Path) -> None
     command = "python -c \"print({'alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta'})\""
     outputs = {run_in_sandbox(command, tmp_path, timeout=30).output for _ in range(4)}
     assert len(outputs) == 1
+
+
+def test_the_recorded_smollm2_run_replays(tapes: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Lesson 10 shows this recording: every task, replayed offline with its recorded options."""
+    cassette = str(SUITE_DIR.parents[2] / "notebooks" / "cassettes" / "bench_smollm2.json")
+    recorded = bench.recorded_options(cassette)
+    assert sorted(recorded["tasks"]) == sorted(BY_NAME) and recorded["max_iters"] >= 1
+    assert cli.main(["bench", "--mode", "replay", "--cassette", cassette, "--workers", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "SmolLM2" in out and "真实的小模型" in out
+    assert sorted(table_rows(out)) == sorted(BY_NAME)
