@@ -21,6 +21,12 @@ a factory need not be thread-safe (`make_client` keeps module-level tables). Res
 come back in the tasks' order, so a run with 4 workers gives the same records as a
 serial one (only the seconds differ).
 
+Recordings: one cassette per run (`--record`, e.g. notebooks/cassettes/bench_smollm2.json).
+Requests of different tasks differ in their prompt, so replay finds each one whatever
+the order the threads made them in; the cassette locks around its writes. Its
+provenance holds the command, the tasks and `max_iters`; replay uses them by default
+(another round or another task would be a request the cassette does not hold).
+
 Errors: a malformed task folder becomes an error row (the Chinese `TaskError`, which
 names the file) and the other tasks still run. An exception out of the harness (a
 replay miss, a bug in our code) also becomes an error row, marked as a harness error,
