@@ -9,8 +9,8 @@ Three figures, from one run of this script:
    a stand-in for a hosted model's latency; it is not an LLM).
 2. Harness overhead per task: `run_task` with a model that answers at once (copy the
    project, snapshot, tools, one model call, judge in the sandbox, diff) against the
-   bare test command (`subprocess.run` in a ready copy, no sandbox). Medians over the
-   suite's tasks, and their ratio.
+   bare test command (`subprocess.run` in a ready copy, no sandbox), measured in turn
+   on every task, `--rounds` times. Medians, and their ratio.
 3. Memory: the peak resident memory of this process plus all its children (sampled
    every 20 ms with psutil: the bench threads, bwrap and the pytest runs they start)
    during the serial run and during the 4-worker run.
@@ -29,7 +29,6 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -115,14 +114,23 @@ def harness_run(task: Task) -> float:
     return time.perf_counter() - started
 
 
-def median_over(tasks: list[Task], measure: Callable[[Task], float]) -> float:
-    return statistics.median(measure(task) for task in tasks)
+def paired_medians(tasks: list[Task], rounds: int) -> tuple[float, float]:
+    """Medians of the bare run and the harness run, measured in turn on every task
+    (interleaved, so a change in the machine's load hits both alike)."""
+    bare, harness = [], []
+    for _ in range(rounds):
+        for task in tasks:
+            bare.append(bare_test_run(task))
+            harness.append(harness_run(task))
+    return statistics.median(bare), statistics.median(harness)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per model call")
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="passes over the suite for the per-task overhead")
     args = parser.parse_args()
 
     tasks, errors = load_suite()
@@ -134,8 +142,7 @@ def main() -> None:
     assert all(r.passed for r in records + parallel_records), "the reference run must pass"
     calls = sum(r.model_calls for r in records)
 
-    bare = median_over(tasks, bare_test_run)
-    harness = median_over(tasks, harness_run)
+    bare, harness = paired_medians(tasks, args.rounds)
 
     sandbox = "bubblewrap" if why_not_isolated() is None else f"NOT isolated: {why_not_isolated()}"
     mib = 1024 * 1024
