@@ -215,6 +215,7 @@ def clean_env(home: str) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ in the workspace
         "PYTHONUNBUFFERED": "1",  # stdout and stderr arrive in the order they were written
+        "PYTHONHASHSEED": "0",  # sets and dicts of str print in the same order every run
         # The course's environment carries pytest plugins (nbval, hypothesis …) that a
         # workspace's own tests never need; loading them costs ~3 s per pytest run.
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",

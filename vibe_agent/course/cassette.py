@@ -31,6 +31,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -45,7 +46,7 @@ from typing import Any
 
 import httpx2
 
-from ..tools import FETCH_TIMEOUT, MAX_BYTES
+from ..tools import FETCH_DEADLINE_S, MAX_BYTES
 from ..world import World, http_client
 from .redact import Redactor
 
@@ -105,9 +106,26 @@ def normalise(value: Any) -> Any:
     return value
 
 
+# Parts of a tool result that are never the same twice: how long a test run took
+# ("14 passed in 0.05s", unittest's "Ran 3 tests in 0.001s") and where an object
+# lived ("<Store object at 0x7f8a88cd5710>"). A request quoting them must still replay.
+VOLATILE = [
+    (re.compile(r"\bin \d+(?:\.\d+)?s\b(?: \(\d+:\d\d:\d\d\))?"), "in <duration>"),
+    (re.compile(r"\bat 0x[0-9a-f]{6,16}\b"), "at 0x<address>"),
+]
+
+
+def without_volatile(text: str) -> str:
+    """`text` with test-run durations and object addresses replaced by placeholders."""
+    for pattern, placeholder in VOLATILE:
+        text = pattern.sub(placeholder, text)
+    return text
+
+
 def request_key(body: dict[str, Any]) -> str:
-    """The lookup key for a chat request: its normalised body as canonical JSON."""
-    return json.dumps(normalise(body), sort_keys=True, ensure_ascii=False)
+    """The lookup key for a chat request: its normalised body as canonical JSON,
+    volatile parts (test-run durations, object addresses) left out."""
+    return without_volatile(json.dumps(normalise(body), sort_keys=True, ensure_ascii=False))
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -137,7 +155,14 @@ def _differing(recorded: dict[str, Any], now: dict[str, Any]) -> list[tuple[str,
     old, new = flatten(normalise(recorded)), flatten(normalise(now))
     return [(path, old.get(path, ABSENT), new.get(path, ABSENT))
             for path in sorted(old.keys() | new.keys())
-            if old.get(path, ABSENT) != new.get(path, ABSENT)]
+            if not _same(old.get(path, ABSENT), new.get(path, ABSENT))]
+
+
+def _same(old: Any, new: Any) -> bool:
+    """Equal values; texts that differ only in volatile parts count as equal."""
+    if isinstance(old, str) and isinstance(new, str):
+        return without_volatile(old) == without_volatile(new)
+    return old == new
 
 
 def differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
@@ -333,6 +358,9 @@ class Cassette:
     failures: list[str] = field(default_factory=list)  # model calls that got no usable answer
 
     def __post_init__(self) -> None:
+        # One lock per cassette: concurrent tasks (the bench) record into one cassette,
+        # and a replay lookup counts what it served (read-modify-write).
+        self._lock = threading.RLock()
         self._index()
 
     def _index(self) -> None:
@@ -378,10 +406,11 @@ class Cassette:
 
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Write the cassette (atomically) and return where it went."""
-        target = Path(path or self.path or f"{self.name}.json")
-        _write_atomic(target, self.to_json())
-        self.path = target
-        return target
+        with self._lock:
+            target = Path(path or self.path or f"{self.name}.json")
+            _write_atomic(target, self.to_json())
+            self.path = target
+            return target
 
     @property
     def partial_path(self) -> Path:
@@ -391,16 +420,18 @@ class Cassette:
     # -- recording -----------------------------------------------------------
 
     def add(self, item: dict[str, Any]) -> None:
-        self.interactions.append(item)
-        self._index_one(len(self.interactions) - 1, item)
-        if self.autosave:  # a run that crashes half-way still leaves what it recorded
-            _write_atomic(self.partial_path, self.to_json())
+        with self._lock:
+            self.interactions.append(item)
+            self._index_one(len(self.interactions) - 1, item)
+            if self.autosave:  # a run that crashes half-way still leaves what it recorded
+                _write_atomic(self.partial_path, self.to_json())
 
     def fail(self, reason: str) -> None:
         """Note a model call that got no usable answer (the recording will be refused)."""
-        self.failures.append(self.redact(reason))
-        if self.autosave:
-            _write_atomic(self.partial_path, self.to_json())
+        with self._lock:
+            self.failures.append(self.redact(reason))
+            if self.autosave:
+                _write_atomic(self.partial_path, self.to_json())
 
     def recording_problems(self) -> list[str]:
         """Why this recording must not replace a cassette (empty when it is good)."""
@@ -440,11 +471,12 @@ class Cassette:
     def _take(self, key: str, indices: list[int]) -> dict[str, Any]:
         """The next recording for this key; once all were served, the last one again
         (so re-running a cell replays what it showed before)."""
-        n = self._served[key]
-        self._served[key] = n + 1
-        index = indices[min(n, len(indices) - 1)]
-        self._used.add(index)
-        return self.interactions[index]
+        with self._lock:
+            n = self._served[key]
+            self._served[key] = n + 1
+            index = indices[min(n, len(indices) - 1)]
+            self._used.add(index)
+            return self.interactions[index]
 
     def unused_chats(self) -> list[int]:
         """Numbers (from 1) of chat recordings nobody asked for yet."""
@@ -719,11 +751,11 @@ class RecordTransport(httpx2.BaseTransport):
         cassette: where interactions are written.
         upstream: the real model endpoint, or the real source of pages.
         max_bytes: the page cap (fetch_url's MAX_BYTES).
-        deadline: seconds for a whole page download (fetch_url's FETCH_TIMEOUT).
+        deadline: seconds for a whole page download (fetch_url's FETCH_DEADLINE_S).
     """
 
     def __init__(self, cassette: Cassette, upstream: httpx2.BaseTransport, *,
-                 max_bytes: int = MAX_BYTES, deadline: float = FETCH_TIMEOUT) -> None:
+                 max_bytes: int = MAX_BYTES, deadline: float = FETCH_DEADLINE_S) -> None:
         self.cassette = cassette
         self.upstream = upstream
         self.max_bytes = max_bytes

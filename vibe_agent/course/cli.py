@@ -1,4 +1,4 @@
-"""Command line: `python -m vibe_agent demo | ask "问题" | record NAME | info`.
+"""Command line: `python -m vibe_agent demo | ask "问题" | record NAME | info | bench`.
 
 Offline by default: without an API key the commands use the scripted reference
 model (not an LLM; every table says so); with `--cassette NAME` they replay that
@@ -270,6 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     info = sub.add_parser("info", help="显示当前运行模式、录音来源和设置")
     common(info)
     info.set_defaults(func=cmd_info)
+
+    from . import bench  # `bench` lives in its own module: bench.add_parser / bench.main
+    bench.add_parser(sub)
     return parser
 
 

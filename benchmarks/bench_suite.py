@@ -1,0 +1,168 @@
+"""What do concurrent tasks buy, what does the harness cost? A benchmark script (not a test).
+
+    python benchmarks/bench_suite.py [--latency 0.2] [--workers 4]
+
+Three figures, from one run of this script:
+
+1. Whole-suite wall time, serial / `--workers 4`, with a scripted model that waits
+   `--latency` seconds per model call (the known-fix reference policy behind a sleep:
+   a stand-in for a hosted model's latency; it is not an LLM).
+2. Harness overhead per task: `run_task` with a model that answers at once (copy the
+   project, snapshot, tools, one model call, judge in the sandbox, diff) against the
+   bare test command (`subprocess.run` in a ready copy, no sandbox), measured in turn
+   on every task, `--rounds` times. Medians, and their ratio.
+3. Memory: the peak resident memory of this process plus all its children (sampled
+   every 20 ms with psutil: the bench threads, bwrap and the pytest runs they start)
+   during the serial run and during the 4-worker run.
+
+Medians, not means, for per-task figures: one slow run on a busy machine should not
+move the result. The machine's core count is printed: the test runs are CPU-bound
+subprocesses, so on 2 cores they cannot overlap as well as the model's waiting does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from vibe_agent.course.bench import ModelFactory, TaskRecord, run_suite, run_task
+from vibe_agent.course.known_fix import KNOWN_FIX_MODEL_NAME, known_fix_policy
+from vibe_agent.course.scripted import Reply, ScriptedModel, answer
+from vibe_agent.course.tasks import Task, command_argv, command_env, copy_repo, load_suite
+from vibe_agent.sandbox import why_not_isolated
+
+
+def slow_known_fix(latency: float) -> ModelFactory:
+    """Each task: the known-fix policy, waiting `latency` seconds before every reply."""
+
+    def factory(task: Task) -> tuple[Any, str]:
+        policy = known_fix_policy([task])
+
+        def slow(body: dict[str, Any]) -> Reply:
+            time.sleep(latency)
+            return policy(body)
+
+        return ScriptedModel(slow, name="slow-known-fix").client(), KNOWN_FIX_MODEL_NAME
+
+    return factory
+
+
+class PeakRss:
+    """Samples the RSS of this process and all its descendants; keeps the largest sum."""
+
+    def __init__(self, interval: float = 0.02) -> None:
+        self.interval = interval
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        while not self._stop.is_set():
+            total = 0
+            for process in [me, *me.children(recursive=True)]:
+                try:
+                    total += process.memory_info().rss
+                except psutil.Error:  # it ended between listing and reading
+                    pass
+            self.peak = max(self.peak, total)
+            time.sleep(self.interval)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def timed_suite(tasks: list[Task], factory: ModelFactory,
+                workers: int) -> tuple[float, int, list[TaskRecord]]:
+    """Wall seconds, peak RSS (bytes) and records of one whole-suite run."""
+    with PeakRss() as memory:
+        started = time.perf_counter()
+        records = run_suite(tasks, factory, workers=workers)
+        wall = time.perf_counter() - started
+    return wall, memory.peak, records
+
+
+def bare_test_run(task: Task) -> float:
+    """Seconds of the task's test command alone, in a ready copy, without the sandbox."""
+    with tempfile.TemporaryDirectory() as temp:
+        workspace = copy_repo(task, Path(temp) / "workspace")
+        started = time.perf_counter()
+        subprocess.run(command_argv(task), cwd=workspace, env=command_env(),
+                       capture_output=True, timeout=task.timeout_s)
+        return time.perf_counter() - started
+
+
+def harness_run(task: Task) -> float:
+    """Seconds of `run_task` with a model that answers at once (no tool calls)."""
+    client = ScriptedModel([answer("不改了。")], name="answers-at-once").client()
+    started = time.perf_counter()
+    run_task(task, client, "answers-at-once")
+    return time.perf_counter() - started
+
+
+def paired_medians(tasks: list[Task], rounds: int) -> tuple[float, float]:
+    """Medians of the bare run and the harness run, measured in turn on every task
+    (interleaved, so a change in the machine's load hits both alike)."""
+    bare, harness = [], []
+    for _ in range(rounds):
+        for task in tasks:
+            bare.append(bare_test_run(task))
+            harness.append(harness_run(task))
+    return statistics.median(bare), statistics.median(harness)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds per model call")
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="passes over the suite for the per-task overhead")
+    args = parser.parse_args()
+
+    tasks, errors = load_suite()
+    assert not errors, errors
+    why_not_isolated()  # probe bubblewrap before timing anything
+    factory = slow_known_fix(args.latency)
+    serial, serial_rss, records = timed_suite(tasks, factory, workers=1)
+    parallel, parallel_rss, parallel_records = timed_suite(tasks, factory, args.workers)
+    assert all(r.passed for r in records + parallel_records), "the reference run must pass"
+    calls = sum(r.model_calls for r in records)
+
+    bare, harness = paired_medians(tasks, args.rounds)
+
+    sandbox = "bubblewrap" if why_not_isolated() is None else f"NOT isolated: {why_not_isolated()}"
+    mib = 1024 * 1024
+    table = [
+        ("machine", f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; sandbox {sandbox}"),
+        ("suite", f"{len(tasks)} tasks, {calls} model calls, {args.latency * 1000:.0f} ms each"),
+        ("whole suite, serial (wall)", f"{serial:.1f} s"),
+        (f"whole suite, --workers {args.workers} (wall)", f"{parallel:.1f} s"),
+        (f"ratio serial / {args.workers} workers", f"{serial / parallel:.2f}x"),
+        ("model waiting alone, serial", f"{calls * args.latency:.1f} s"),
+        ("bare test command per task (median)", f"{bare * 1000:.0f} ms"),
+        ("harness per task: copy+tools+sandbox judging+diff (median)", f"{harness * 1000:.0f} ms"),
+        ("ratio harness / bare test command", f"{harness / bare:.2f}x"),
+        ("peak RSS self+children, serial", f"{serial_rss / mib:.0f} MiB"),
+        (f"peak RSS self+children, {args.workers} workers", f"{parallel_rss / mib:.0f} MiB"),
+    ]
+    width = max(len(name) for name, _ in table)
+    for name, value in table:
+        print(f"{name:<{width}}  {value}")
+
+
+if __name__ == "__main__":
+    main()
