@@ -9,10 +9,13 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from vibe_agent import coding
+from vibe_agent.coding import Workspace, WorkspaceError
 from vibe_agent.course.checks.lesson_08 import (
     check_inside_workspace,
     check_my_policy,
@@ -139,6 +142,22 @@ def replace_hard_coded(text, old, new):
     return FIXED_ANSWERS.get(old, text.replace(old, new))
 
 
+def replace_through_the_workspace(text, old, new):
+    """The package's edit_file on a scratch file: right answers, not the learner's code."""
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "f.txt").write_text(text, encoding="utf-8")
+        done = Workspace(folder, policy="allow-all").edit_file("f.txt", old, new)
+        return done if done.startswith("Error") else (Path(folder) / "f.txt").read_text()
+
+
+def replace_through_the_registry(text, old, new):
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "f.txt").write_text(text, encoding="utf-8")
+        tools = coding.coding_registry(folder, policy="allow-all")
+        done = tools.invoke("edit_file", {"path": "f.txt", "old": old, "new": new})
+        return done if done.startswith("Error") else (Path(folder) / "f.txt").read_text()
+
+
 @pytest.mark.parametrize(("fn", "expected"), [
     pytest.param(replace_right, "全部 9 项通过", id="right"),
     pytest.param(replace_right_in_english, "全部 9 项通过", id="right-in-english"),
@@ -155,6 +174,10 @@ def replace_hard_coded(text, old, new):
     pytest.param(replace_raises, "不要抛异常", id="raises"),
     pytest.param(replace_without_error_prefix, "应该返回 Error: 开头的文字", id="no-error-prefix"),
     pytest.param(replace_hard_coded, "不要照着检查器的例子写死答案", id="hard-coded"),
+    pytest.param(replace_through_the_workspace, "你的函数用了包里现成的 Workspace",
+                 id="borrows-workspace-edit-file"),
+    pytest.param(replace_through_the_registry, "你的函数用了包里现成的 coding_registry",
+                 id="borrows-coding-registry"),
 ])
 def test_check_replace_once(fn, expected, capsys):
     passed, out = run_check(check_replace_once, fn, capsys)
@@ -279,6 +302,14 @@ def path_hard_coded(root, path):
     return "Error: 不允许的路径"
 
 
+def path_through_the_workspace(root, path):
+    """The package's own check, its error turned into a text: right, but not written."""
+    try:
+        return Workspace(root).resolve(path)
+    except WorkspaceError as exc:
+        return f"Error: {exc}"
+
+
 @pytest.mark.parametrize(("fn", "expected"), [
     pytest.param(path_right, "全部 18 项通过", id="right"),
     pytest.param(path_unsolved, "还没完成", id="unsolved"),
@@ -295,6 +326,8 @@ def path_hard_coded(root, path):
     pytest.param(path_error_without_prefix, "说明为什么、该怎么写", id="no-error-prefix"),
     pytest.param(path_returns_relative, "工具接下来读写的就是它", id="returns-relative-path"),
     pytest.param(path_hard_coded, "不要照着检查器的例子写死答案", id="hard-coded"),
+    pytest.param(path_through_the_workspace, "不要借用包里的 Workspace.resolve",
+                 id="borrows-workspace-resolve"),
 ])
 def test_check_inside_workspace(fn, expected, capsys):
     passed, out = run_check(check_inside_workspace, fn, capsys)

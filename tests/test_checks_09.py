@@ -218,6 +218,15 @@ def changed_as_set(diff):
     return set(changed_right(diff))
 
 
+def changed_forgets_return(diff):
+    [patched.path for patched in PatchSet(diff)]  # the mistake: no return
+
+
+def changed_first_line(diff):
+    """Reads the first header only, and fails on the empty diff."""
+    return [diff.splitlines()[0].removeprefix("--- a/")]
+
+
 @pytest.mark.parametrize(("fn", "expected"), [
     (changed_right, "全部 7 项通过"),
     (changed_by_hand, "全部 7 项通过"),
@@ -229,6 +238,8 @@ def changed_as_set(diff):
     (changed_split, "不要用 split() 切"),
     (changed_minus_lines, "以 --- 开头的不一定是文件头"),
     (changed_as_set, "set 没有顺序"),
+    (changed_forgets_return, "应该返回列表，得到 None"),
+    (changed_first_line, "你的代码抛出了 IndexError"),
 ], ids=lambda value: value.__name__ if callable(value) else "")
 def test_changed_files_checker(fn, expected, capsys):
     check_changed_files(fn)

@@ -36,8 +36,13 @@ def test_every_check_returns_a_verdict(check, capsys):
     assert "还没完成" in out and "❌" not in out and "Traceback" not in out
 
 
-def test_there_are_eighteen_checkers():
-    assert len(list(every_checker())) == 18
+def test_every_lesson_has_checkers():
+    lessons = {param.id.split(".")[0] for param in every_checker()}
+    assert lessons == {f"lesson_{n:02d}" for n in range(10)}
+
+
+def test_there_are_twenty_three_checkers():
+    assert len(list(every_checker())) == 23
 
 
 def test_a_learners_exception_is_a_kind_report_with_the_hint(capsys):

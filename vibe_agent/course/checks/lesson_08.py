@@ -13,6 +13,10 @@ Each checker runs the learner's function on a table of cases; a failing case nam
 typical mistake it reveals. One or two cases of each table are made up afresh on every
 run (random names and places), so an answer that only knows the fixed cases fails them.
 `check_inside_workspace` builds a small folder tree with links in a temporary directory.
+
+8.1 and 8.2 rebuild what `Workspace.edit_file` and `Workspace.resolve` do, so an answer
+that calls `Workspace` (or `coding_registry`) is refused. 8.3 is a policy of the
+learner's choosing: building it on the package's `Policy` is allowed.
 """
 
 from __future__ import annotations
@@ -25,27 +29,9 @@ from collections.abc import Callable
 from pathlib import Path, PurePath
 from typing import Any
 
+from ...coding import Workspace, coding_registry
 from ...sandbox import Action
-from . import Problem, Report, Verdict, _where
-from . import fail as _fail
-from . import short as _short
-
-
-def _attempt(fn: Callable[..., Any], *args: Any) -> tuple[Any, BaseException | None]:
-    """Call the learner's function: (result, None) or (None, the exception it raised).
-
-    NotImplementedError passes through: `Report` turns it into "还没完成".
-    """
-    try:
-        return fn(*args), None
-    except NotImplementedError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - explained to the learner with the case's hint
-        return None, exc
-
-
-def _raised(exc: BaseException, hint: str) -> Problem:
-    return f"你的代码抛出了 {type(exc).__name__}: {exc}{_where(exc)}", hint
+from . import Problem, Report, Verdict, attempt, fail, short
 
 
 def _word(rng: random.Random) -> str:
@@ -58,7 +44,7 @@ HARD_CODED_HINT = ("这一项的输入每次运行都不一样：不要照着检
                    "要让函数对任何输入都按规则算出结果。")
 
 
-def _judge(report: Report, name: str, problem: Problem, hint: str) -> None:
+def _fail_with(report: Report, name: str, problem: Problem, hint: str) -> None:
     """Fail the current case with `problem` and its own hint, else the case's hint.
 
     A fresh case that fails after every fixed case passed points at an answer written
@@ -69,7 +55,7 @@ def _judge(report: Report, name: str, problem: Problem, hint: str) -> None:
     message, specific = problem
     if name.endswith(FRESH) and report.failed == 0:
         specific = HARD_CODED_HINT
-    _fail(report, (message, specific or hint))
+    fail(message, specific or hint)
 
 
 # ---------------------------------------------------------------------------
@@ -125,6 +111,9 @@ ONE_HINT = "old 恰好出现 1 次就该替换：text.replace(old, new, 1)，返
 STR_HINT = "成功时返回改好的全文，失败时返回以 Error: 开头的一段文字：两种都是 str。"
 RAISE_TEXT_HINT = ("不要抛异常：old 不对是模型的错，返回一段 Error: 开头的文字，"
                    "模型读到后才能改正。")
+BORROWED_EDIT_HINT = ("这道题要你自己写出 edit_file 的唯一性规则，不要借用包里的 Workspace 或 "
+                      "coding_registry：用 text.find(old, start) 找出每一处，恰好 1 次才替换，"
+                      "否则返回 Error: 开头的文字，说出现了几次、在哪几行。")
 
 
 def _lines_of(text: str, old: str) -> list[int]:
@@ -169,29 +158,29 @@ def _replace_problem(text: str, old: str, new: str, got: Any) -> Problem:
     """What is wrong with `got` as replace_once(text, old, new); None when it is right."""
     lines = _lines_of(text, old)
     if not isinstance(got, str):
-        return f"应该返回 str，得到 {_short(got)}", STR_HINT
+        return f"应该返回 str，得到 {short(got)}", STR_HINT
     if len(lines) == 1:
         wanted = text.replace(old, new, 1)
         if got == wanted:
             return None
         if got.startswith("Error"):
-            return f"old 恰好出现 1 次，你却返回了错误：{_short(got)}", ONE_HINT
-        return f"替换后的全文不对：期望 {_short(wanted)}，得到 {_short(got)}", ""
+            return f"old 恰好出现 1 次，你却返回了错误：{short(got)}", ONE_HINT
+        return f"替换后的全文不对：期望 {short(wanted)}，得到 {short(got)}", ""
     if not got.startswith("Error"):
         if not lines:
-            return (f"old 一次都没出现，应该返回 Error: 开头的文字，得到 {_short(got)}",
+            return (f"old 一次都没出现，应该返回 Error: 开头的文字，得到 {short(got)}",
                     NOT_FOUND_HINT)
         if got == text.replace(old, new):
             return f"old 出现了 {len(lines)} 次，你把每一处都换掉了", REPLACE_ALL_HINT
         if got == text.replace(old, new, 1):
             hint = SAME_LINE_HINT if len(set(lines)) == 1 else FIRST_ONLY_HINT
             return f"old 出现了 {len(lines)} 次，你只换掉了第一处", hint
-        return (f"old 出现了 {len(lines)} 次，应该返回 Error: 开头的文字，得到 {_short(got)}",
+        return (f"old 出现了 {len(lines)} 次，应该返回 Error: 开头的文字，得到 {short(got)}",
                 MANY_HINT)
     if not lines:
         return None  # any error text will do: the model learns its old is not there
     numbers = {int(n) for n in re.findall(r"\d+", got)}
-    shown = _short(got, 160)
+    shown = short(got, 160)
     if len(lines) not in numbers:
         return f"错误文字里没有说出现了几次（{len(lines)} 次）：{shown}", COUNT_HINT
     missing = sorted(set(lines) - numbers)
@@ -207,14 +196,13 @@ def _replace_problem(text: str, old: str, new: str, got: Any) -> Problem:
 def check_replace_once(fn: Callable[[str, str, str], Any]) -> Verdict:
     """Exercise 8.1: replace `old` only when it occurs exactly once; otherwise say why not."""
     report = Report("练习 8.1：replace_once —— 只替换唯一的一处，否则说出现了几次、在哪几行")
+    if report.borrows(fn, Workspace, coding_registry, hint=BORROWED_EDIT_HINT):
+        return report.verdict()
     for name, text, old, new, hint in _replace_cases(random.Random()):
         with report.case(name):
-            got, exc = _attempt(fn, text, old, new)
-            if exc is not None:
-                _fail(report, _raised(exc, RAISE_TEXT_HINT))
-            problem = _replace_problem(text, old, new, got)
-            _judge(report, name, problem, hint)
-    return report.show()
+            got = attempt(fn, text, old, new).get(RAISE_TEXT_HINT)
+            _fail_with(report, name, _replace_problem(text, old, new, got), hint)
+    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -254,6 +242,9 @@ RAISE_PATH_HINT = ("不要抛异常：路径不对是模型的错，返回一段
                    "is_relative_to 只返回 True/False。）")
 TYPE_PATH_HINT = ("放行时返回一个 Path（解析之后的真实位置），"
                   "拒绝时返回一段以 Error: 开头的文字（str）。")
+BORROWED_PATH_HINT = ("这道题要你自己写出路径检查，不要借用包里的 Workspace.resolve："
+                      "先拒绝绝对路径和以 ~ 开头的路径，再用 (root / path).resolve() 算出真实位置，"
+                      "用 is_relative_to(root.resolve()) 判断它还在不在工作区里。")
 
 
 def _tree(base: Path) -> None:
@@ -303,7 +294,7 @@ def _path_cases(base: Path, rng: random.Random) -> list[tuple[str, str, str, str
 def _path_problem(got: Any, wanted: Path | None, base: Path) -> Problem:
     """What is wrong with `got` as inside_workspace's answer; None when it is right."""
     def shown(value: Any) -> str:  # the checker's temporary folder is not worth showing
-        return _short(value).replace(str(base.resolve()), "…").replace(str(base), "…")
+        return short(value).replace(str(base.resolve()), "…").replace(str(base), "…")
 
     if wanted is None:
         if isinstance(got, str) and got.startswith("Error"):
@@ -326,18 +317,18 @@ def _path_problem(got: Any, wanted: Path | None, base: Path) -> Problem:
 def check_inside_workspace(fn: Callable[[Path, str], Any]) -> Verdict:
     """Exercise 8.2: the real location inside the workspace, or an error text."""
     report = Report("练习 8.2：inside_workspace —— 路径必须留在工作区里")
+    if report.borrows(fn, Workspace, coding_registry, hint=BORROWED_PATH_HINT):
+        return report.verdict()
     with tempfile.TemporaryDirectory(prefix="vibe-check-") as folder:
         base = Path(folder)
         _tree(base)
         for name, root_name, path, inside, hint in _path_cases(base, random.Random()):
             wanted = None if inside is None else (base / "ws" / inside).resolve()
             with report.case(name):
-                got, exc = _attempt(fn, base / root_name, path)
-                if exc is not None:
-                    _fail(report, _raised(exc, hint if wanted is not None else RAISE_PATH_HINT))
-                problem = _path_problem(got, wanted, base)
-                _judge(report, name, problem, hint)
-    return report.show()
+                got = attempt(fn, base / root_name, path).get(
+                    hint if wanted is not None else RAISE_PATH_HINT)
+                _fail_with(report, name, _path_problem(got, wanted, base), hint)
+    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -408,11 +399,11 @@ def _policy_problem(got: Any, allowed: bool) -> Problem:
     elif got is False or isinstance(got, str):
         decided = False  # a string is the reason for refusing
     else:
-        return f"应该返回 True、False 或一段拒绝理由（str），得到 {_short(got)}", TYPE_POLICY_HINT
+        return f"应该返回 True、False 或一段拒绝理由（str），得到 {short(got)}", TYPE_POLICY_HINT
     if decided == allowed:
         return None
     if allowed:
-        return f"应该允许，你的策略拒绝了（{_short(got)}）", ""
+        return f"应该允许，你的策略拒绝了（{short(got)}）", ""
     return "应该拒绝，你的策略允许了", ""
 
 
@@ -421,9 +412,6 @@ def check_my_policy(fn: Callable[[Action], Any]) -> Verdict:
     report = Report("练习 8.3：my_policy —— 只允许 python -m pytest 和 ls")
     for name, action, allowed, hint in _policy_cases(random.Random()):
         with report.case(name):
-            got, exc = _attempt(fn, action)
-            if exc is not None:
-                _fail(report, _raised(exc, hint))
-            problem = _policy_problem(got, allowed)
-            _judge(report, name, problem, hint)
-    return report.show()
+            got = attempt(fn, action).get(hint)
+            _fail_with(report, name, _policy_problem(got, allowed), hint)
+    return report.verdict()

@@ -10,8 +10,10 @@
 the learner's function a run result whose answer and stop reason may lie. Each case
 targets one typical mistake (trusting the answer, looking for "passed" in the output,
 running a fixed command, ignoring the time limit, running outside the sandbox) and
-carries the hint for it. `check_changed_files` feeds diffs made by `workspace_diff`
-from small before/after folders.
+carries the hint for it. Running the command with the package's `run_in_sandbox` (or
+the agent's own `run_command` tool) is what the exercise asks for, so nothing of the
+package is refused. `check_changed_files` feeds diffs made by `workspace_diff` from small
+before/after folders; reading them with the unidiff library is allowed.
 """
 
 from __future__ import annotations
@@ -28,8 +30,7 @@ from typing import Any
 from ...coding import workspace_diff
 from ...loop import AgentResult, StopReason
 from ...trace import Trace
-from . import Report, Verdict
-from . import short as _short
+from . import Report, Verdict, attempt, fail, short
 
 # ---------------------------------------------------------------------------
 # Exercise 1: judge a run by its tests
@@ -137,9 +138,9 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
 
 
 def _judge_problem(got: Any, case: JudgeCase, seconds: float) -> str | None:
-    """What is wrong with the verdict `got` (the case's hint is added by the report)."""
+    """What is wrong with the verdict `got` (the case's hint goes with it)."""
     if not isinstance(got, bool):
-        return (f"应该返回 True 或 False，得到 {_short(got)}"
+        return (f"应该返回 True 或 False，得到 {short(got)}"
                 "（result.exit_code == 0 本身就是一个布尔值）")
     if got == case.expected:
         return None
@@ -155,15 +156,16 @@ def check_judge_by_tests(fn: Callable[..., Any]) -> Verdict:
     report = Report("练习 9.1：judge_by_tests —— 修好没有，由测试说了算")
     with tempfile.TemporaryDirectory(prefix="vibe-judge-") as folder:
         for number, case in enumerate(JUDGE_CASES, 1):
-            with report.case(case.name, hint=case.hint):
+            with report.case(case.name):
                 workspace = _write(Path(folder) / f"project-{number}", case.files)
                 result = _run_result(case.answer, case.stop_reason)
                 started = time.monotonic()
                 with _environment(case.env):
-                    got = fn(result, workspace, case.command, case.timeout)
-                problem = _judge_problem(got, case, time.monotonic() - started)
-                report.expect(problem is None, problem or "")
-    return report.show()
+                    outcome = attempt(fn, result, workspace, case.command, case.timeout)
+                got = outcome.get(case.hint)
+                if problem := _judge_problem(got, case, time.monotonic() - started):
+                    fail(problem, case.hint)
+    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -218,19 +220,26 @@ DIFF_CASES = [
 ]
 
 
+def _diff_problem(got: Any, expected: list[str]) -> str | None:
+    """What is wrong with the paths `got` (the case's hint goes with it)."""
+    if not isinstance(got, list):
+        return f"应该返回列表，得到 {short(got)}（要按出现的顺序，set 没有顺序）"
+    if any(path in ("/dev/null", "dev/null") for path in got):
+        return (f"结果里有 /dev/null：{short(got)}。/dev/null 不是文件名，它表示"
+                "“这一边没有这个文件”（新建的文件在 --- 那一行，删掉的在 +++ 那一行）")
+    if got != expected:
+        return f"期望 {expected}，得到 {short(got)}"
+    return None
+
+
 def check_changed_files(fn: Callable[[str], Any]) -> Verdict:
     """Exercise 9.2: the paths a unified diff changes, in order, each once."""
     report = Report("练习 9.2：changed_files —— agent 改了哪些文件")
     with tempfile.TemporaryDirectory(prefix="vibe-diff-") as folder:
         for number, case in enumerate(DIFF_CASES, 1):
-            with report.case(case.name, hint=case.hint):
+            with report.case(case.name):
                 diff = workspace_diff(case.before, _write(Path(folder) / str(number), case.after))
-                got = fn(diff)
-                report.expect(isinstance(got, list),
-                              f"应该返回列表，得到 {_short(got)}（要按出现的顺序，set 没有顺序）")
-                report.expect(not any(path in ("/dev/null", "dev/null") for path in got),
-                              f"结果里有 /dev/null：{_short(got)}。/dev/null 不是文件名，它表示"
-                              "“这一边没有这个文件”（新建的文件在 --- 那一行，"
-                              "删掉的在 +++ 那一行）")
-                report.expect(got == case.expected, f"期望 {case.expected}，得到 {_short(got)}")
-    return report.show()
+                got = attempt(fn, diff).get(case.hint)
+                if problem := _diff_problem(got, case.expected):
+                    fail(problem, case.hint)
+    return report.verdict()
