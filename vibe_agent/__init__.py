@@ -10,6 +10,12 @@ The agent core a learner reads sits here, one mechanism per file:
     naive.py      tools described only in the prompt, and why that fails
     world.py      the outside world the tools see (clock, web pages)
 
+and the coding agent built on the same loop (lessons 08-09):
+
+    coding.py     list, read, search, write and edit files inside one workspace folder
+    sandbox.py    run a command in bubblewrap with a time limit, an output cap and an
+                  approval policy
+
 Everything the course needs around it (run modes, recordings, scripted and local
 models, the command line, notebook tooling, checkers) lives in `vibe_agent.course`,
 which imports the core and never the other way round. Nothing here touches the
