@@ -45,7 +45,8 @@ from typing import Any
 
 import httpx2
 
-from ..tools import FETCH_TIMEOUT, MAX_BYTES
+from ..tools import FETCH_DEADLINE_S as FETCH_TIMEOUT
+from ..tools import MAX_BYTES
 from ..world import World, http_client
 from .redact import Redactor
 
