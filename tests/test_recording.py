@@ -75,7 +75,7 @@ def gzip_bomb(megabytes: int = 200) -> bytes:
 BOMB = gzip_bomb()
 
 
-def recording(tmp_path: Path, deadline: float = tools.FETCH_TIMEOUT) -> tuple[Cassette, World]:
+def recording(tmp_path: Path, deadline: float = tools.FETCH_DEADLINE_S) -> tuple[Cassette, World]:
     tape = Cassette("pages", {"source": "scripted-reference"}, [], tmp_path / "pages.json")
     world = World(now=system_clock, http=httpx2.Client(
         transport=RecordTransport(tape, httpx2.HTTPTransport(), deadline=deadline),
@@ -87,7 +87,7 @@ def recording(tmp_path: Path, deadline: float = tools.FETCH_TIMEOUT) -> tuple[Ca
 
 def test_record_uses_the_caps_fetch_url_exports():
     transport = RecordTransport(Cassette("t", {}), httpx2.MockTransport(lambda r: None))
-    assert (transport.max_bytes, transport.deadline) == (tools.MAX_BYTES, tools.FETCH_TIMEOUT)
+    assert (transport.max_bytes, transport.deadline) == (tools.MAX_BYTES, tools.FETCH_DEADLINE_S)
 
 
 @pytest.mark.parametrize(("route", "encoding"), [

@@ -45,8 +45,7 @@ from typing import Any
 
 import httpx2
 
-from ..tools import FETCH_DEADLINE_S as FETCH_TIMEOUT
-from ..tools import MAX_BYTES
+from ..tools import FETCH_DEADLINE_S, MAX_BYTES
 from ..world import World, http_client
 from .redact import Redactor
 
@@ -720,11 +719,11 @@ class RecordTransport(httpx2.BaseTransport):
         cassette: where interactions are written.
         upstream: the real model endpoint, or the real source of pages.
         max_bytes: the page cap (fetch_url's MAX_BYTES).
-        deadline: seconds for a whole page download (fetch_url's FETCH_TIMEOUT).
+        deadline: seconds for a whole page download (fetch_url's FETCH_DEADLINE_S).
     """
 
     def __init__(self, cassette: Cassette, upstream: httpx2.BaseTransport, *,
-                 max_bytes: int = MAX_BYTES, deadline: float = FETCH_TIMEOUT) -> None:
+                 max_bytes: int = MAX_BYTES, deadline: float = FETCH_DEADLINE_S) -> None:
         self.cassette = cassette
         self.upstream = upstream
         self.max_bytes = max_bytes
