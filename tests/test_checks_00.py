@@ -106,7 +106,7 @@ def adds_max_tokens(client, model, question):
         pytest.param(rewrites_answer, "原样返回 message.content", id="rewritten-answer"),
         pytest.param(typo_in_attribute, "你的代码抛出了 AttributeError", id="raises"),
         pytest.param(adds_temperature, "请求里多了 temperature=0", id="adds-temperature"),
-        pytest.param(adds_temperature, "下面用回放的单元格会因此对不上录音",
+        pytest.param(adds_temperature, "在离线模式里会回退给脚本参考模型",
                      id="adds-temperature-why"),
         pytest.param(adds_max_tokens, "请求里多了 max_tokens=100", id="adds-max-tokens"),
     ],

@@ -263,7 +263,7 @@ def invoke_unsolved(tools, name, arguments):
         pytest.param(invoke_no_type_name, ["缺少 ZeroDivisionError", "type(exc).__name__"],
                      id="no-type-name"),
         pytest.param(invoke_no_message, ["缺少 division by zero", "str(exc)"], id="no-message"),
-        pytest.param(invoke_json_not_named, ["❌ JSON 被截断", "写出 JSON 这个词"],
+        pytest.param(invoke_json_not_named, ["❌ JSON 只写了一半", "写出 JSON 这个词"],
                      id="json-not-named"),
         pytest.param(invoke_prefixed, ["❌ 正常调用", "原样返回工具的输出"], id="prefixed-output"),
         pytest.param(invoke_catch_all_appended, ["❌ 工具名不存在", "无关的 JSON, KeyError",

@@ -137,6 +137,20 @@ def test_the_sdk_reads_the_scripted_error_fields():
     assert raised.value.param == "messages" and raised.value.type == "invalid_request_error"
 
 
+BROKEN_HISTORY = [QUESTION[0], {"role": "tool", "tool_call_id": "call_1_1", "content": "391"}]
+
+
+@pytest.mark.parametrize(("check_history", "status"), [
+    pytest.param(True, 400, id="checked-by-default"),
+    pytest.param(False, 200, id="accepted-when-unchecked"),
+])
+def test_a_broken_history_is_refused_unless_checking_is_off(check_history, status):
+    model = ScriptedModel([answer("x")], check_history=check_history)
+    got = raw(model, {"model": "m", "messages": BROKEN_HISTORY})
+    assert got.status_code == status
+    assert model.requests[0]["messages"] == BROKEN_HISTORY
+
+
 # --- misbehaviours ----------------------------------------------------------------------------
 
 

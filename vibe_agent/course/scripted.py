@@ -121,12 +121,16 @@ class ScriptedModel(httpx2.BaseTransport):
         name: shown in provenance and errors; says what this model is.
         max_requests: answer at most this many requests; the next one raises
             `RequestCapReached` (None: no cap).
+        check_history: answer a history that breaks the tool_calls rules with HTTP 400,
+            as OpenAI does (the default); False passes it to the script unchecked, as
+            servers that accept such a history do (llama.cpp does).
     """
 
     def __init__(self, script: Sequence[Reply] | Policy, *, name: str = "scripted",
-                 max_requests: int | None = None) -> None:
+                 max_requests: int | None = None, check_history: bool = True) -> None:
         self.name = name
         self.max_requests = max_requests
+        self.check_history = check_history
         self._policy = script if callable(script) else None
         self._replies = [] if callable(script) else list(script)
         self.requests: list[dict[str, Any]] = []
@@ -161,7 +165,7 @@ class ScriptedModel(httpx2.BaseTransport):
                 f"{self.max_requests} requests and refused request #{len(self.requests)}: "
                 "the loop calling it did not stop by itself"
             )
-        problem = protocol_error(body)
+        problem = protocol_error(body) if self.check_history else None
         if problem:  # what OpenAI answers to a broken history
             return httpx2.Response(400, json=error_body(400, problem, param="messages"))
         reply = self._next_reply(body)

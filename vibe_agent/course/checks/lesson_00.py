@@ -49,8 +49,9 @@ def _check_return(got: Any, reply: str) -> None:
              "原样返回 message.content：不要改写、拼接，也不要写死一个答案。")
 
 
-EXTRA_HINT = ("这道题只传 model 和 messages 两个参数。多一个字段，请求就和本课录音里的不一样了："
-              "下面用回放的单元格会因此对不上录音。temperature 等参数第 04 课再加。")
+EXTRA_HINT = ("这道题只传 model 和 messages 两个参数。多一个字段，请求就和录制时不一样了："
+              "下面那个单元格在严格回放里会报 ReplayMiss，在离线模式里会回退给脚本参考模型，"
+              "你看到的就不再是录制文件里的回答。temperature 等参数第 04 课再加。")
 
 
 def _check_request(requests: list[dict[str, Any]], model: str, question: str) -> None:

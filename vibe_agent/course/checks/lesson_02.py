@@ -140,7 +140,8 @@ def _assistant_problem(got: Any, want: dict[str, Any]) -> Problem:
     if extra:
         return (f"多出了字段 {', '.join(extra)}",
                 "message.model_dump() 会带上 refusal、audio、function_call 这类字段"
-                "（多半是 None），有的服务商会拒绝它们。只保留 role、content、tool_calls 三个键。")
+                "（多半是 None）：它们是响应里带来的，不是协议要你发回去的，换一个服务不一定认。"
+                "只保留 role、content、tool_calls 三个键。")
     if got != want:
         return (f"期望 {short(want)}，得到 {short(got)}",
                 "tool_calls 里每一项只要 id、type、function{name, arguments} 这几个键。")

@@ -131,7 +131,7 @@ SAFE_CASES: list[tuple[str, str, str, str, Any]] = [
     ("正常调用，工具返回数字", "ok", "add", '{"a": 2, "b": 3}', "5"),
     ("正常调用，工具返回文字", "ok", "divide", '{"a": 1, "b": 4}', "0.25"),
     ("工具名不存在", "unknown", "search_web", '{"query": "weather"}', list(CHECK_TOOLS)),
-    ("JSON 被截断", "json", "add", '{"a": 2, "b": ', ["JSON"]),
+    ("JSON 只写了一半", "json", "add", '{"a": 2, "b": ', ["JSON"]),
     ("单引号的 Python 字典（不是 JSON）", "json", "add", "{'a': 2, 'b': 3}", ["JSON"]),
     ("工具内部 ZeroDivisionError", "raised", "divide", '{"a": 1, "b": 0}',
      ["ZeroDivisionError", "division by zero"]),
