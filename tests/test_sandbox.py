@@ -253,10 +253,11 @@ def test_bubblewrap_shows_no_home_and_no_project(bwrap_only, workspace):
     project_file = Path(__file__).resolve().parents[1] / "pyproject.toml"
     result = run(f"ls {project_file}", workspace)
     assert result.exit_code != 0 and "No such file or directory" in result.output
-    # Of the home folder only the path down to the course's Python (bound read-only so
-    # that `python -m pytest` works inside) may show; CI's venv may live anywhere.
-    venv, home = Path(sys.prefix).resolve(), Path.home()
-    allowed = {venv.relative_to(home).parts[0]} if venv.is_relative_to(home) else set()
+    # Of the home folder only the paths down to the course's Python and its venv (bound
+    # read-only so that `python -m pytest` works inside) may show; CI's venv may live anywhere.
+    home = Path.home()
+    pythons = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    allowed = {p.relative_to(home).parts[0] for p in pythons if p.is_relative_to(home)}
     inside = run(f"ls -A {Path.home()} 2>/dev/null", workspace).output.split()
     assert set(inside) <= allowed
 
