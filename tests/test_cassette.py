@@ -58,8 +58,8 @@ def test_differences_name_each_field():
     recorded = {"messages": [{"role": "user", "content": "17 × 23"}], "temperature": 0}
     now = {"messages": [{"role": "user", "content": "17 × 24"}], "temperature": 0.7}
     assert differences(recorded, now) == [
-        "messages[0].content：录音里 '17 × 23' | 现在 '17 × 24'",
-        "temperature：录音里 '0' | 现在 '0.7'",
+        "messages[0].content：录制文件里 '17 × 23' | 现在 '17 × 24'",
+        "temperature：录制文件里 '0' | 现在 '0.7'",
     ]
 
 
@@ -98,8 +98,9 @@ def test_edited_prompt_misses_with_field_and_remedy(tapes):
         run_agent(client, "17 × 24 等于多少？", demo_registry(client.world), model=client.model,
                   max_tokens=300)
     text = str(miss.value)
-    assert "demo.json" in text and "最接近的录音：第 3 次模型调用（共 8 次）" in text
-    assert "messages[1].content：录音里 '17 × 23 等于多少？' | 现在 '17 × 24 等于多少？'" in text
+    assert "demo.json" in text and "最接近的录制文件：第 3 次模型调用（共 8 次）" in text
+    assert ("messages[1].content：录制文件里 '17 × 23 等于多少？' | 现在 '17 × 24 等于多少？'"
+            in text)
     assert "VIBE_AGENT_MODE=offline" in text and "VIBE_AGENT_MODE=live" in text
     assert "python -m vibe_agent record demo --source reference" in text  # record your own
     assert "撤销你的改动" in text
@@ -111,7 +112,7 @@ def test_non_deterministic_tool_misses(tapes):
     client = make_client("replay", "demo")
     later = datetime(2027, 1, 1, tzinfo=UTC)  # a clock that does not replay
     registry = demo_registry(World(now=lambda: later, http=client.world.http))
-    with pytest.raises(ReplayMiss, match=r"messages\[3\]\.content：录音里"):
+    with pytest.raises(ReplayMiss, match=r"messages\[3\]\.content：录制文件里"):
         run_agent(client, "现在几点？", registry, model=client.model, max_tokens=300)
 
 
@@ -160,7 +161,7 @@ def test_mode_resolution(mode, env, expected):
 @pytest.mark.parametrize(
     ("kwargs", "env", "message"),
     [
-        ({"mode": "replay"}, {}, "需要指定录音"),
+        ({"mode": "replay"}, {}, "需要指定录制文件"),
         ({"mode": "replay", "cassette": "nope"}, {}, "nope.json 用不了：文件不存在"),
         ({"mode": "live"}, {}, "OPENAI_API_KEY"),
         ({"mode": "live"}, {"OPENAI_API_KEY": "k"}, "VIBE_AGENT_MODEL"),

@@ -131,7 +131,7 @@ def test_damaged_cassette_names_file_problem_and_remedy(tmp_path, content, words
     with pytest.raises(CassetteError) as error:
         Cassette.load(path)
     text = str(error.value)
-    assert text.startswith(f"录音文件 {path} 用不了：")
+    assert text.startswith(f"录制文件 {path} 用不了：")
     assert words in error.value.problem, text
     assert "怎么办：" in text and error.value.remedy
     assert type(error.value.__cause__) is not json.JSONDecodeError
@@ -139,7 +139,7 @@ def test_damaged_cassette_names_file_problem_and_remedy(tmp_path, content, words
 
 @pytest.mark.parametrize("remedy_of", [
     ("truncated", "git checkout --"), ("truncated", "python -m vibe_agent record"),
-    ("missing-file", "检查录音名"), ("missing-file", "VIBE_AGENT_MODE=offline"),
+    ("missing-file", "检查录制文件名"), ("missing-file", "VIBE_AGENT_MODE=offline"),
     ("unknown-kind", "python -m vibe_agent record good"),  # the cassette's own command
 ], ids=lambda r: f"{r[0]}:{r[1]}")
 def test_the_remedy_fits_the_problem(tmp_path, remedy_of):
@@ -185,7 +185,7 @@ def test_cli_exits_3_on_a_damaged_cassette_without_traceback(tmp_path, row_id, m
     done = run_cli("ask", "hi", "--mode", mode, "--cassette", str(path), cwd=tmp_path)
     assert done.returncode == 3, done.stderr
     assert "Traceback" not in done.stdout + done.stderr
-    assert f"录音文件 {path} 用不了" in done.stderr
+    assert f"录制文件 {path} 用不了" in done.stderr
 
 
 def test_cli_exits_4_on_a_strict_replay_miss(tmp_path):
@@ -193,4 +193,5 @@ def test_cli_exits_4_on_a_strict_replay_miss(tmp_path):
                    "demo_reference", cwd=tmp_path)
     assert done.returncode == 4
     assert "Traceback" not in done.stdout + done.stderr
-    assert "回放对不上：录音" in done.stderr and "messages[1].content：录音里" in done.stderr
+    assert "回放对不上：录制文件" in done.stderr
+    assert "messages[1].content：录制文件里" in done.stderr

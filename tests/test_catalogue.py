@@ -58,6 +58,7 @@ def test_replay_miss_shows_only_its_explanation_in_jupyter():
     with pytest.raises(ReplayMiss) as miss:
         tape.chat_response({"model": "m", "messages": [{"role": "user", "content": "b"}]})
     lines = miss.value._render_traceback_()
-    assert lines[0] == "\x1b[0;31mReplayMiss\x1b[0m: 录音 t 里没有这个请求（严格回放模式 replay）。"
-    assert "  messages[0].content：录音里 'a' | 现在 'b'" in lines
+    assert lines[0] == ("\x1b[0;31mReplayMiss\x1b[0m: "
+                        "录制文件 t 里没有这个请求（严格回放模式 replay）。")
+    assert "  messages[0].content：录制文件里 'a' | 现在 'b'" in lines
     assert lines[-1].startswith("  3. 撤销你的改动")

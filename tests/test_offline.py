@@ -48,7 +48,7 @@ def test_an_edited_request_is_answered_and_labelled(demo, capsys):
     assert len(err) == 1, err  # one line, however many steps fell back
     line = err[0]
     assert line.startswith("离线回退：") and "demo.json" in line
-    assert "messages[1].content" in line and "不是录音" in line
+    assert "messages[1].content" in line and "不是录制的" in line
     assert client.fallback.answered == 2  # the tool-call round and the answer
     assert "已回退 2 次" in client.describe() and client.provenance["fallback"].startswith(LABEL)
 
@@ -57,7 +57,7 @@ def test_every_fallback_response_names_itself(demo):
     client = make_client("offline", "demo")
     reply = client.chat.completions.create(model=client.model,
                                            messages=[{"role": "user", "content": EDITED}])
-    assert reply.model == LABEL == "scripted-reference（回退：录音里没有这一步）"
+    assert reply.model == LABEL == "scripted-reference（回退：录制文件里没有这一步）"
 
 
 def test_a_recorded_request_replays_the_recording(demo, capsys):
@@ -99,11 +99,11 @@ def test_offline_without_a_cassette_is_the_fallback_alone(tapes, capsys):
     client = make_client("offline")
     result = ask(client, "17 × 23 等于多少？")
     assert result.ok and "391" in result.answer
-    assert "没有指定录音" in capsys.readouterr().err
+    assert "没有指定录制文件" in capsys.readouterr().err
 
 
 def test_strict_replay_raises_on_the_same_miss(demo):
-    with pytest.raises(ReplayMiss, match=r"messages\[1\]\.content：录音里"):
+    with pytest.raises(ReplayMiss, match=r"messages\[1\]\.content：录制文件里"):
         ask(make_client("replay", "demo"), EDITED)
 
 
@@ -133,7 +133,7 @@ SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
 def test_solution_outputs_never_came_from_a_fallback(path):
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     text = json.dumps([c.get("outputs", []) for c in cells], ensure_ascii=False)
-    for mark in ("离线回退：录音", "离线：没有指定录音", LABEL, "运行模式：offline"):
+    for mark in ("离线回退：录制文件", "离线：没有指定录制文件", LABEL, "运行模式：offline"):
         assert mark not in text, mark
 
 

@@ -240,7 +240,7 @@ def test_a_failed_recording_keeps_the_good_cassette(good, serve, monkeypatch, se
     with pytest.raises(RecordingFailed) as failed:
         record_scenario(base, good, monkeypatch)
     assert good.read_bytes() == before
-    assert words in str(failed.value) and "没有被这次录音替换" in str(failed.value)
+    assert words in str(failed.value) and "没有被这次录制替换" in str(failed.value)
     partial = good.with_name(good.name + ".partial")
     text = partial.read_text(encoding="utf-8")
     assert "0123456789abcdefWXYZ" not in text and "WXYZ" not in text  # key and masked form

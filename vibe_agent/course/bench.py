@@ -328,19 +328,20 @@ def add_parser(sub: Any) -> None:
     bench = sub.add_parser("bench", help="在修 bug 任务集上评测 coding agent（只看测试是否通过）")
     bench.add_argument("--mode", choices=BENCH_MODES,
                        help="模型：reference（重放已知修复的脚本，不是 LLM）、local（SmolLM2）、"
-                            "live（在线服务）、replay（回放录音）；"
+                            "live（在线服务）、replay（回放录制文件）；"
                             "默认：有 key 时 live，否则 reference")
     bench.add_argument("--tasks", type=Path, help="任务集文件夹（默认：课程自带的任务集）")
     bench.add_argument("--only", nargs="+", metavar="NAME", help="只运行这些任务")
     bench.add_argument("--workers", type=int, default=1, help="同时运行几个任务（线程数）")
     bench.add_argument("--max-iters", type=int,
                        help=f"每个任务最多调用模型几轮（默认 {DEFAULT_MAX_ITERS}；"
-                            "回放时默认用录音里的值）")
+                            "回放时默认用录制文件里的值）")
     bench.add_argument("--json", type=Path, metavar="PATH", help="把每个任务的结果写成 JSON")
     bench.add_argument("--record", action="store_true",
                        help="local/live 模式：把模型的回复录进 cassette（每次运行一个文件）")
-    bench.add_argument("--cassette", help="录制或回放用的录音名（默认：local 录成 bench_smollm2，"
-                                          "live 录成 bench_live；回放 bench_smollm2）")
+    bench.add_argument("--cassette", help=(
+        "录制或回放用的录制文件名（默认：local 录成 bench_smollm2，live 录成 bench_live；"
+        "回放 bench_smollm2）"))
     bench.set_defaults(func=main)
 
 
@@ -405,7 +406,7 @@ def _factory(mode: str, args: argparse.Namespace,
     the cassette being recorded (None unless --record)."""
     if args.record and mode not in DEFAULT_CASSETTES:
         raise ConfigError("--record 只用于 local 和 live 模式"
-                          "（参考模型是确定的程序，不需要录音）。")
+                          "（参考模型是确定的程序，不需要录制）。")
     if mode == "reference":
         return (reference_factory(tasks), f"模型：{KNOWN_FIX_MODEL_NAME}（{KNOWN_FIX_LABEL}）",
                 None)

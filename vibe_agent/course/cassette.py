@@ -78,7 +78,7 @@ class CassetteError(_ShortInJupyter, ValueError):
         remedy: what to do, in Chinese.
     """
 
-    template = "录音文件 {path} 用不了：{problem}。怎么办：{remedy}"
+    template = "录制文件 {path} 用不了：{problem}。怎么办：{remedy}"
 
     def __init__(self, path: Path | str, problem: str, remedy: str) -> None:
         self.path, self.problem, self.remedy = Path(path), problem, remedy
@@ -88,7 +88,7 @@ class CassetteError(_ShortInJupyter, ValueError):
 class RecordingFailed(CassetteError):
     """A recording whose model calls failed; the cassette file was left as it was."""
 
-    template = "录制 {path} 失败：{problem}。这个文件保持原样，没有被这次录音替换。怎么办：{remedy}"
+    template = "录制 {path} 失败：{problem}。这个文件保持原样，没有被这次录制替换。怎么办：{remedy}"
 
 
 # ---------------------------------------------------------------------------
@@ -166,8 +166,8 @@ def _same(old: Any, new: Any) -> bool:
 
 
 def differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
-    """Every field that differs, as `path：录音里 '…' | 现在 '…'`."""
-    return [f"{path}：录音里 {_short(old)} | 现在 {_short(new)}"
+    """Every field that differs, as `path：录制文件里 '…' | 现在 '…'`."""
+    return [f"{path}：录制文件里 {_short(old)} | 现在 {_short(new)}"
             for path, old, new in _differing(recorded, now)]
 
 
@@ -249,7 +249,7 @@ def shape_problem(data: Any) -> str | None:
         return f"\"name\" 应该是字符串，这里是{_kind(data['name'])}"
     provenance = data.get("provenance")
     if not isinstance(provenance, dict):
-        return "缺少 \"provenance\" 对象（这份录音从哪来）"
+        return "缺少 \"provenance\" 对象（这份录制文件从哪来）"
     if provenance.get("source") not in SOURCES:
         return (f"provenance.source 应该是 {' / '.join(SOURCES)} 之一，"
                 f"这里是 {provenance.get('source', ABSENT)!r}")
@@ -282,21 +282,22 @@ def _json_problem(text: str, error: json.JSONDecodeError) -> str:
 
 
 def _remedy_for_damage(path: Path, recorded_with: str | None = None) -> str:
-    return (f"录音不要手改：用 git checkout -- {path} 恢复仓库里的版本，"
+    return (f"录制文件不要手改：用 git checkout -- {path} 恢复仓库里的版本，"
             f"或者用 {recorded_with or RECORD_COMMAND} 重新录制")
 
 
 def _remedy_for_missing(path: Path) -> str:
     others = sorted(p.stem for p in path.parent.glob("*.json")) if path.parent.is_dir() else []
-    known = f"{path.parent} 里现有：{', '.join(others)}" if others else f"{path.parent} 里没有录音"
-    return (f"检查录音名（{known}）；或者用 {RECORD_COMMAND} 录一份；"
-            "或者不用录音：VIBE_AGENT_MODE=offline / live / local")
+    known = (f"{path.parent} 里现有：{', '.join(others)}" if others
+             else f"{path.parent} 里没有录制文件")
+    return (f"检查录制文件名（{known}）；或者用 {RECORD_COMMAND} 录一份；"
+            "或者不用录制文件：VIBE_AGENT_MODE=offline / live / local")
 
 
 def read_cassette_file(path: Path) -> dict[str, Any]:
     """The parsed JSON of a cassette file, checked; every problem is a CassetteError."""
     if path.is_dir():
-        raise CassetteError(path, "这是一个文件夹，不是录音文件", _remedy_for_missing(path))
+        raise CassetteError(path, "这是一个文件夹，不是录制文件", _remedy_for_missing(path))
     if not path.exists():
         raise CassetteError(path, "文件不存在", _remedy_for_missing(path))
     try:
@@ -501,7 +502,7 @@ class Cassette:
             recorded = sorted({i["request"]["url"] for i in self.interactions
                                if i["kind"] == "http"})
             raise ReplayMiss(
-                f"录音 {self.where} 里没有 {method} {url} 这个网页。"
+                f"录制文件 {self.where} 里没有 {method} {url} 这个网页。"
                 f"录到的网页：{', '.join(recorded) or '（没有）'}。"
                 f"怎么办：抓取录到的网页；或者换成离线回退模式（VIBE_AGENT_MODE=offline）"
                 f"或在线模式（VIBE_AGENT_MODE=live），网页就会真的去抓。"
@@ -513,7 +514,7 @@ class Cassette:
 
     def clock_value(self) -> datetime:
         if not self._clock:
-            raise ReplayMiss(f"录音 {self.where} 里没有时钟读数。怎么办：重新录制它，或者换成"
+            raise ReplayMiss(f"录制文件 {self.where} 里没有时钟读数。怎么办：重新录制它，或者换成"
                              "离线回退模式（VIBE_AGENT_MODE=offline）或在线模式，读真实的时钟。")
         return datetime.fromisoformat(self._take("clock", self._clock)["value"])
 
@@ -528,22 +529,22 @@ class Cassette:
 
     def miss_report(self, body: dict[str, Any]) -> str:
         """Why a chat request missed: the nearest recording, each differing field, remedies."""
-        head = f"录音 {self.where} 里没有这个请求（严格回放模式 replay）。"
+        head = f"录制文件 {self.where} 里没有这个请求（严格回放模式 replay）。"
         command = self.provenance.get("recorded_with") or RECORD_COMMAND
         remedy = (
             "怎么办（任选其一）：\n"
             f"  1. 换成离线回退模式：make_client(\"offline\", ...) 或 VIBE_AGENT_MODE=offline，"
-            "录音里没有的请求改由脚本参考模型回答（会标明不是录音）；也可以接真实模型："
+            "录制文件里没有的请求改由脚本参考模型回答（会标明不是录制的）；也可以接真实模型："
             "VIBE_AGENT_MODE=live（配置 key）或 VIBE_AGENT_MODE=local。\n"
-            f"  2. 重新录制，让录音跟上改动：{command}\n"
+            f"  2. 重新录制，让录制文件跟上改动：{command}\n"
             "  3. 撤销你的改动，让请求和录制时一模一样。")
         found = self.nearest(body)
         if found is None:
-            return f"{head}\n这份录音里一次模型调用也没有。\n{remedy}"
+            return f"{head}\n这份录制文件里一次模型调用也没有。\n{remedy}"
         number, total, diff = found
         shown = "\n".join(f"  {line}" for line in diff[:12])
         more = f"\n  ……还有 {len(diff) - 12} 处" if len(diff) > 12 else ""
-        return (f"{head}\n最接近的录音：第 {number} 次模型调用（共 {total} 次），"
+        return (f"{head}\n最接近的录制文件：第 {number} 次模型调用（共 {total} 次），"
                 f"有 {len(diff)} 处不同：\n{shown}{more}\n{remedy}")
 
 
@@ -674,27 +675,28 @@ class Fallback:
     def _chat_notice(self, body: dict[str, Any], cassette: Cassette | None) -> str:
         who = f"由{self.about}回答，回答的 model 字段标为 “{self.label}”"
         if cassette is None:
-            return f"离线：没有指定录音，这个 client 的请求都{who}。"
+            return f"离线：没有指定录制文件，这个 client 的请求都{who}。"
         found = cassette.nearest(body)
         if found is None:
-            why = "录音里一次模型调用也没有"
+            why = "录制文件里一次模型调用也没有"
         else:
             number, _, diff = found
             fields = "、".join(line.split("：", 1)[0] for line in diff[:3])
             more = f" 等 {len(diff)} 处" if len(diff) > 3 else ""
-            why = f"{fields}{more}和录音里第 {number} 次模型调用不同"
-        return (f"离线回退：录音 {cassette.where} 里没有这个请求（{why}），"
-                f"这一步和之后没录到的请求{who}，不是录音。")
+            why = f"{fields}{more}和录制文件里第 {number} 次模型调用不同"
+        return (f"离线回退：录制文件 {cassette.where} 里没有这个请求（{why}），"
+                f"这一步和之后没录到的请求{who}，不是录制的。")
 
     def page(self, request: httpx2.Request, cassette: Cassette | None) -> httpx2.Response:
         if cassette is not None:
-            self._tell("page", f"离线回退：录音 {cassette.where} 里没有 {request.method} "
+            self._tell("page", f"离线回退：录制文件 {cassette.where} 里没有 {request.method} "
                                f"{request.url}，改从{self.pages_about}读取。")
         return self.pages.handle_request(request)
 
     def now(self, cassette: Cassette | None) -> datetime:
         if cassette is not None:
-            self._tell("clock", f"离线回退：录音 {cassette.where} 里没有时钟读数，改用本机时钟。")
+            self._tell("clock", f"离线回退：录制文件 {cassette.where} 里没有时钟读数，"
+                                "改用本机时钟。")
         return self.clock()
 
 

@@ -192,7 +192,7 @@ def _record_lesson(name: str, notebook: os.PathLike[str], args: argparse.Namespa
         except CassetteError as exc:
             problems.append(str(exc))
     if problems:
-        raise RecordingFailed(notebook, "；".join(problems), "看上面每份录音的原因")
+        raise RecordingFailed(notebook, "；".join(problems), "看上面每份录制文件的原因")
     make_notebooks.refresh([name])
     say(f"已录制并刷新笔记本 {name}")
 
@@ -245,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--mode", choices=["offline", "replay", "live", "local", "reference"],
                        help="运行模式（默认：有 key 时 live；给了 --cassette 时 offline；"
                             "否则脚本参考模型 reference）")
-        p.add_argument("--cassette", help="回放的录音名（offline / replay 模式）")
+        p.add_argument("--cassette", help="回放的录制文件名（offline / replay 模式）")
 
     demo = sub.add_parser("demo", help="运行四个演示任务并打印 trace 与汇总表")
     common(demo)
@@ -267,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="网页来自课程自带的页面（默认，离线）还是真实网络")
     record.set_defaults(func=cmd_record)
 
-    info = sub.add_parser("info", help="显示当前运行模式、录音来源和设置")
+    info = sub.add_parser("info", help="显示当前运行模式、录制文件的来源和设置")
     common(info)
     info.set_defaults(func=cmd_info)
 

@@ -65,8 +65,8 @@ LIVE_RETRIES = 1  # the SDK retries timeouts, 429 and 5xx this many times, with 
 LOCAL_TIMEOUT = 600.0  # a 135M model on a busy 2-core CPU can need minutes for a long prompt
 
 FALLBACK_LABELS = {
-    "reference": "scripted-reference（回退：录音里没有这一步）",
-    "local": "smollm2-local（回退：录音里没有这一步）",
+    "reference": "scripted-reference（回退：录制文件里没有这一步）",
+    "local": "smollm2-local（回退：录制文件里没有这一步）",
 }
 SOURCE_WORDS = {
     "scripted-reference": "脚本参考模型（确定性的程序，不是 LLM）",
@@ -168,7 +168,7 @@ class CourseClient(openai.OpenAI):
         source = c.provenance.get("source", "?")
         lines = [f"运行模式：{c.mode}", f"模型：{c.model}（{SOURCE_WORDS.get(source, source)}）"]
         if c.cassette is not None:
-            lines.append(f"录音文件：{c.cassette.path or c.cassette.name}")
+            lines.append(f"录制文件：{c.cassette.path or c.cassette.name}")
             when = c.provenance.get("recorded_at", "?")
             how = c.provenance.get("recorded_with", "?")
             lines.append(f"录制时间：{when}；录制方式：{how}")
@@ -179,10 +179,11 @@ class CourseClient(openai.OpenAI):
                          f"失败后重试 {c.max_retries} 次")
         if c.mode == "record" and c.cassette is not None:
             lines.append(f"录制中：先写进 {c.cassette.partial_path.name}，"
-                         "录完检查无误才替换正式录音")
+                         "录完检查无误才替换正式的录制文件")
         if c.fallback is not None:
-            lines.append(f"回退：录音里没有的请求由{c.fallback.about}回答，回答的 model 字段标为"
-                         f" “{c.fallback.label}”（已回退 {c.fallback.answered} 次）")
+            lines.append(f"回退：录制文件里没有的请求由{c.fallback.about}回答，"
+                         f"回答的 model 字段标为 “{c.fallback.label}”"
+                         f"（已回退 {c.fallback.answered} 次）")
         return "\n".join(lines)
 
 
@@ -359,7 +360,7 @@ def make_client(mode: str | None = None, cassette: str | os.PathLike[str] | None
     env = settings()
     chosen = resolve_mode(mode, env)
     if chosen in ("replay", "record") and not cassette:
-        raise ConfigError(f"{chosen} 模式需要指定录音：make_client(cassette=\"名字\")。")
+        raise ConfigError(f"{chosen} 模式需要指定录制文件：make_client(cassette=\"名字\")。")
     page_transport, pages_note = _pages(pages)
     if chosen == "replay":
         return _replay(cassette_path(cassette, env))
