@@ -64,14 +64,16 @@ HTTP_400 = "脚本模型（和真实服务商一样）返回了 HTTP 400："
 OFFLINE = ("请求和本课录制文件（cassette）里的不一致时，后面用你的循环的几格在离线模式（offline）下"
            "改由脚本参考模型回退回答（先打印一行说明，回答标着“回退”），严格回放（replay）下报 "
            "ReplayMiss。")
-SYSTEM_HINT = ("练习要求 system 用 DEFAULT_SYSTEM_PROMPT，和上面那格一样（第 9 节会逐条解释它的规则）。"
+SYSTEM_HINT = ("练习要求 system 用 DEFAULT_SYSTEM_PROMPT，和上面那格一样"
+               "（第 9 节会逐条解释它的规则）。"
                "课程章节里的“你是助手。需要时调用工具。”也是一条 system prompt，循环照样能跑，"
                "但它不是这道练习要的请求：" + OFFLINE)
 TOOL_CHOICE_HINT = ("循环里每一轮都用 tool_choice=\"auto\"：由模型决定调不调工具。"
-                    "\"required\" 和指定函数不许模型直接回答，循环唯一的出口（tool_calls 为空）就没了；"
+                    "\"required\" 和指定函数不许模型直接回答，"
+                    "循环唯一的出口（tool_calls 为空）就没了；"
                     "\"none\" 不许调用工具，循环就没有工具可执行（第 8 节）。")
-EXTRA_HINT = ("每一轮的请求就用上面那一行：model、messages、tools、tool_choice=\"auto\"、temperature=0 "
-              "五个参数，不要增减。" + OFFLINE)
+EXTRA_HINT = ("每一轮的请求就用上面那一行：model、messages、tools、tool_choice=\"auto\"、"
+              "temperature=0 五个参数，不要增减。" + OFFLINE)
 RUNAWAY_HINT = ("用 for _ in range(max_iters)：循环最多调用 max_iters 次模型，"
                 "跑满了就停下并返回一句说明。不要用 while True，它只在模型愿意停的时候才停。")
 

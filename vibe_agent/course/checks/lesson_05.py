@@ -467,7 +467,7 @@ def _history_problem(history: Any, outcome: Outcome, case: LoopCase) -> Problem:
     sent = _plain(outcome.model.requests[-1]["messages"]) if outcome.requests else []
     if plain[: len(sent)] != sent:
         return ("返回的 messages 和最后一次发给模型的历史对不上",
-                "返回的就是循环里那一个 messages 列表（只增不减），不要另建一个、也不要截短。")
+                "返回的就是循环里那一个 messages 列表（只增不减），不要另建一个、也不要裁剪。")
     if case.reason in ("repeated_call", "tool_errors", "max_iters") and not any(
             m.get("tool_calls") for m in plain[len(sent):] if isinstance(m, dict)):
         return ("刹车停下时，返回的 messages 里缺了最后那条带 tool_calls 的 assistant 消息",
@@ -482,7 +482,8 @@ SYSTEM_HINT = ("messages 从 [system, user] 开始，system 用 DEFAULT_SYSTEM_P
                "仍然靠 system prompt 划定，装了刹车也不能丢。")
 TEMPERATURE_HINT = ("每次请求照练习 4.1 带上 temperature=0：调试刹车时，同一个问题每次走同一条路，"
                     "才分得清是哪道刹车起了作用，而不是抽样的运气。")
-TOOL_CHOICE_HINT = ("tool_choice 用 \"auto\"（或者不写，意思一样）：\"required\" 和指定函数不许模型直接回答，"
+TOOL_CHOICE_HINT = ("tool_choice 用 \"auto\"（或者不写，意思一样）："
+                    "\"required\" 和指定函数不许模型直接回答，"
                     "循环唯一的正常出口就没了；\"none\" 让模型用不了工具（第 04 课第 8 节）。")
 
 
