@@ -256,6 +256,31 @@ def chapter_loop(client, question, registry, model, max_iters=6):
     return "达到最大轮次仍无最终回答"
 
 
+def forces_a_tool(client, question, registry, model, max_iters=6):
+    return with_options(client, question, registry, model, max_iters, tool_choice="required")
+
+
+def forbids_tools(client, question, registry, model, max_iters=6):
+    return with_options(client, question, registry, model, max_iters, tool_choice="none")
+
+
+def with_options(client, question, registry, model, max_iters, **options):
+    messages = start(question)
+    for _ in range(max_iters):
+        message = ask(client, model, messages, registry, **options)
+        if not message.tool_calls:
+            return message.content or ""
+        messages.append(assistant_message(message))
+        for call in message.tool_calls:
+            messages.append(tool_message(call, registry))
+    return "停止。"
+
+
+def with_tool_choice_auto(client, question, registry, model, max_iters=6):
+    """The lesson's own request: tool_choice="auto" like the chapter and run_agent."""
+    return with_options(client, question, registry, model, max_iters, tool_choice="auto")
+
+
 def chapter_system_prompt(client, question, registry, model, max_iters=6):
     messages = [{"role": "system", "content": CHAPTER_SYSTEM},
                 {"role": "user", "content": question}]
@@ -309,8 +334,15 @@ LOOP_ROWS = [
     pytest.param(no_temperature, "temperature=0", id="no-temperature"),
     pytest.param(never_loops, "只调用了 1 次模型", id="no-loop"),
     pytest.param(shared_history, "不要沿用函数外面的列表", id="history-outside-the-function"),
-    pytest.param(chapter_loop, "多了 tool_choice='auto'", id="chapter-loop-tool-choice"),
-    pytest.param(chapter_loop, "写不写模型的选择都一样", id="chapter-loop-tool-choice-why"),
+    pytest.param(chapter_loop, "练习要求 system 用 DEFAULT_SYSTEM_PROMPT",
+                 id="chapter-loop-system-prompt"),
+    pytest.param(chapter_loop, "离线模式（offline）下改由脚本参考模型回退回答",
+                 id="chapter-loop-told-what-happens-offline"),
+    pytest.param(forces_a_tool, "第 1 次请求的 tool_choice 是 'required'",
+                 id="tool-choice-required"),
+    pytest.param(forces_a_tool, "循环唯一的出口（tool_calls 为空）就没了",
+                 id="tool-choice-required-why"),
+    pytest.param(forbids_tools, "第 1 次请求的 tool_choice 是 'none'", id="tool-choice-none"),
     pytest.param(chapter_system_prompt, "system 用 DEFAULT_SYSTEM_PROMPT",
                  id="chapter-system-prompt"),
     pytest.param(extra_option, "多了 max_tokens=300", id="extra-request-option"),
@@ -319,8 +351,10 @@ LOOP_ROWS = [
 ]
 
 
-def test_correct_loop_passes(capsys):
-    assert check_my_run_agent(correct_loop)
+@pytest.mark.parametrize("fn", [correct_loop, with_tool_choice_auto],
+                         ids=["without-tool-choice", "tool-choice-auto"])
+def test_correct_loop_passes(fn, capsys):
+    assert check_my_run_agent(fn)
     out = capsys.readouterr().out
     assert "全部 4 项通过" in out and "❌" not in out
 

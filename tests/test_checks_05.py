@@ -14,7 +14,7 @@ from vibe_agent.course.checks.lesson_05 import (
     check_is_repeat,
     check_tool_error_brake,
 )
-from vibe_agent.loop import assistant_message, call_key, run_agent
+from vibe_agent.loop import DEFAULT_SYSTEM_PROMPT, assistant_message, call_key, run_agent
 
 # --- exercise 5.1: is_repeat ----------------------------------------------------------------
 
@@ -256,13 +256,18 @@ def make_loop(*, bounded: bool = True, rounds: int | None = None, catch_provider
               done_word: bool = False, append_assistant: bool = True, all_calls: bool = True,
               returns: str = "triple", answer_on_brake: bool = False,
               run_then_check: bool = False, answer_all: bool = True,
-              reasons: dict[str, str] | None = None):
+              reasons: dict[str, str] | None = None, system: str | None = DEFAULT_SYSTEM_PROMPT,
+              options: dict[str, Any] | None = None):
     """The right loop, or one with a typical mistake switched on."""
     names = {r: r for r in ("answered", "max_iters", "repeated_call", "tool_errors",
                             "provider_error")} | (reasons or {})
 
     def loop(client, question, registry, model, max_iters=6, max_repeats=3, max_tool_errors=3):
         messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
+        if system is not None:
+            messages.insert(0, {"role": "system", "content": system})
+        request = {"temperature": 0, "tool_choice": "auto"} | (options or {})
+        request = {k: v for k, v in request.items() if v is not None}
 
         def stop(answer: Any, reason: str) -> Any:
             if answer_on_brake and answer is None:
@@ -277,7 +282,7 @@ def make_loop(*, bounded: bool = True, rounds: int | None = None, catch_provider
             n += 1
             try:
                 response = client.chat.completions.create(
-                    model=model, messages=messages, tools=registry.to_schemas())
+                    model=model, messages=messages, tools=registry.to_schemas(), **request)
             except openai.APIError:
                 if not catch_provider:
                     raise
@@ -395,6 +400,17 @@ LOOP_ROWS = [
     ("answer-on-brake", make_loop(answer_on_brake=True), "被刹车停下时不该有回答"),
     ("own-reason-names", make_loop(reasons={"max_iters": "max_rounds"}), "停止原因应该是"),
     ("old-signature", loop_old_signature, "函数签名要和题目一致"),
+    ("drops-the-system-prompt", make_loop(system=None), "第 1 次请求没有 system 消息"),
+    ("drops-the-system-prompt-why", make_loop(system=None), "装了刹车也不能丢"),
+    ("own-system-prompt", make_loop(system="你是助手。需要时调用工具。"),
+     "system 用 DEFAULT_SYSTEM_PROMPT，和练习 4.1 一样"),
+    ("drops-temperature", make_loop(options={"temperature": None}),
+     "第 1 次请求的 temperature 是 （没有设置）"),
+    ("temperature-not-zero", make_loop(options={"temperature": 0.7}),
+     "才分得清是哪道刹车起了作用"),
+    ("tool-choice-required", make_loop(options={"tool_choice": "required"}),
+     "循环唯一的正常出口就没了"),
+    ("no-tool-choice-is-fine", make_loop(options={"tool_choice": None}), "全部 16 项通过"),
 ]
 
 

@@ -20,7 +20,7 @@ from vibe_agent.course.scripted import (
 )
 from vibe_agent.loop import StopReason, run_agent
 from vibe_agent.registry import ToolRegistry
-from vibe_agent.trace import Trace
+from vibe_agent.trace import ANSWERED_BY, CUT_OFF, Trace
 
 MODEL = "test-model"
 
@@ -328,7 +328,7 @@ def test_a_reply_cut_off_by_max_tokens_is_visible_in_the_trace():
     model.completion = cut_off
     result = run(model)
     assert result.trace[0].finish_reason == "length"
-    assert "[cut off by max_tokens]" in result.trace.render()
+    assert CUT_OFF in result.trace.render()
 
 
 # ---------------------------------------------------------------------------
@@ -496,7 +496,7 @@ def test_the_responding_model_is_recorded_and_shown_when_it_differs():
     model.completion = from_a_fallback
     result = run(model)
     assert result.trace[0].model == "fallback-model"
-    assert "[model fallback-model]" in result.trace.render()
+    assert ANSWERED_BY.format(model="fallback-model") in result.trace.render()
     same = run(ScriptedModel([answer("hi")]))
     assert same.trace[0].model == MODEL and "[model" not in same.trace.render()
 

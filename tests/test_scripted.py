@@ -335,3 +335,35 @@ def test_chapter_loop_runs_against_the_reference_model(question, expected):
     got = chapter_loop(model.client(), REFERENCE_MODEL_NAME, demo_registry(), question)
     assert got.startswith(expected)
     assert all(body["tool_choice"] == "auto" for body in model.requests)
+
+
+def named(tool: str) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": tool}}
+
+
+@pytest.mark.parametrize(("question", "tool_choice", "reply"), [
+    ("17 × 23 等于多少？", "auto", ("calculator", {"expression": "17 * 23"})),
+    ("17 × 23 等于多少？", None, ("calculator", {"expression": "17 * 23"})),
+    ("17 × 23 等于多少？", "none", "calculator 工具，但这次请求不允许调用工具"),
+    ("17 × 23 等于多少？", "required", ("calculator", {"expression": "17 * 23"})),
+    ("17 × 23 等于多少？", named("calculator"), ("calculator", {"expression": "17 * 23"})),
+    ("17 × 23 等于多少？", named("get_weather"), ("get_weather", {})),
+    ("2099 年世界杯冠军是谁？", "auto", "我无法知道 2099 年世界杯的冠军"),
+    ("2099 年世界杯冠军是谁？", "none", "我无法知道 2099 年世界杯的冠军"),
+    ("2099 年世界杯冠军是谁？", "required", ("current_time", {})),
+], ids=["auto-plan", "absent-plan", "none-refuses-the-call", "required-plan-fits",
+        "named-plan-fits", "named-overrides-plan", "auto-honest", "none-honest",
+        "required-forces-an-unrelated-tool"])
+def test_reference_model_follows_tool_choice(question, tool_choice, reply):
+    """The reference model treats tool_choice as a provider would: none forbids a call,
+    required or a named function forces one (the first offered tool, or the named one)."""
+    options = {} if tool_choice is None else {"tool_choice": tool_choice}
+    response = reference_model().client().chat.completions.create(
+        model="m", messages=[{"role": "user", "content": question}],
+        tools=demo_registry().to_schemas(), **options)
+    message = response.choices[0].message
+    if isinstance(reply, str):
+        assert not message.tool_calls and reply in message.content
+    else:
+        (only,) = message.tool_calls
+        assert (only.function.name, json.loads(only.function.arguments)) == reply

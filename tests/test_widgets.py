@@ -89,3 +89,40 @@ def test_prepare_changes_what_is_sent_not_the_history():
     sent = model.requests[2]["messages"]
     assert all("[trimmed:" in m["content"] for m in sent if m["role"] == "tool")
     assert all("[trimmed:" not in str(m["content"]) for m in result.messages)
+
+
+def drawn_texts(fig) -> dict[str, str]:
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    return {"title": ax.get_title(), "x": ax.get_xlabel(),
+            "legend": " | ".join(t.get_text() for t in legend.get_texts()) if legend else ""}
+
+
+@pytest.mark.parametrize(("font", "expected"), [
+    ("WenQuanYi Micro Hei", {"title": "每轮发送的 prompt tokens", "x": "轮次",
+                             "legend": "完整历史 | 裁剪后"}),
+    (None, {"title": "prompt tokens per round", "x": "round", "legend": "series 1 | series 2"}),
+], ids=["with-a-cjk-font", "without-one-english-twins"])
+def test_token_chart_speaks_chinese_when_a_font_can_draw_it(font, expected, caplog, recwarn):
+    from vibe_agent.course.widgets import cjk_font
+
+    if font and cjk_font() != font:
+        pytest.skip(f"{font} is not installed here")  # the fallback row still runs
+    result, _ = two_round_result()
+    fig = token_chart(result.usage, label="完整历史", labels={"裁剪后": result.usage}, font=font)
+    caplog.set_level("WARNING")
+    fig.canvas.draw()  # glyphs are looked up when drawing: a missing one would warn here
+    assert drawn_texts(fig) == expected
+    missing = [str(w.message) for w in recwarn if "missing from" in str(w.message)]
+    assert not missing and "missing from" not in caplog.text  # warned or logged by version
+    if font:
+        assert fig.axes[0].title.get_fontproperties().get_family()[0] == font
+
+
+def test_cjk_font_is_the_first_installed_one_or_none():
+    from matplotlib import font_manager
+
+    from vibe_agent.course.widgets import CJK_FONTS, cjk_font
+
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    assert cjk_font() == next((name for name in CJK_FONTS if name in installed), None)

@@ -88,6 +88,13 @@ def _tokens(step: TraceStep) -> str:
     return f"tokens {step.prompt_tokens}+{step.completion_tokens}"
 
 
+# The words a learner reads in a rendered trace (the lessons are in Chinese); decisions,
+# tool names and stop reasons stay as they are: they are the identifiers the code uses.
+CUT_OFF = "[被 max_tokens 截断]"  # finish_reason "length": the reply is unfinished
+ANSWERED_BY = "[回答来自 {model}]"  # a response from another model than the run asked for
+FAILED = "出错"  # a tool step whose decision is not "ok"
+
+
 def render_step(step: TraceStep, width: int = 100, requested: str | None = None) -> str:
     """One step as a line of text.
 
@@ -101,14 +108,14 @@ def render_step(step: TraceStep, width: int = 100, requested: str | None = None)
     if step.kind == "model":
         what = f"→ {step.decision}"
         if requested and step.model and step.model != requested:
-            what += f" [model {step.model}]"
+            what += " " + ANSWERED_BY.format(model=step.model)
         if step.finish_reason == "length":
-            what += " [cut off by max_tokens]"
+            what += " " + CUT_OFF
         text = f" {shorten(step.content, width // 2)!r}" if step.content else ""
         return f"{head} {what}{text}  ({_tokens(step)}, {step.elapsed_ms:.0f} ms)"
     if step.kind == "tool":
         call = f"{step.tool}({shorten(step.arguments, width // 3)})"
-        mark = "ok" if step.decision == "ok" else f"ERROR {step.decision}"
+        mark = "ok" if step.decision == "ok" else f"{FAILED} {step.decision}"
         return (f"{head} {call} {mark} → {shorten(step.result, width // 2)}"
                 f"  ({step.elapsed_ms:.0f} ms)")
     return f"{head} {step.decision}: {shorten(step.content, width)}"

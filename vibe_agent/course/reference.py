@@ -221,12 +221,38 @@ def _described_tools_reply(prompt: str) -> Reply:
                   "（我只能写下这句话，没有程序会替我执行它。）")
 
 
+def forced_tool(body: dict[str, Any]) -> str | None:
+    """The tool `tool_choice` forces: a named function, "*" for "required", else None."""
+    choice = body.get("tool_choice")
+    if choice == "required":
+        return "*"
+    if isinstance(choice, dict):
+        return str((choice.get("function") or {}).get("name") or "") or None
+    return None
+
+
 def _native_reply(body: dict[str, Any], question: str) -> Reply:
-    """Native tool_calls: call an offered tool, or answer."""
+    """Native tool_calls: call an offered tool, or answer — as `tool_choice` allows.
+
+    "auto" (or none sent): the plan decides. "none": no call, whatever the plan wants.
+    "required" or a named function: a call, whatever the plan wants; when the plan has
+    no fitting call it makes the forced one with no arguments (the first offered tool for
+    "required"), the way a constrained provider forces a model to emit some call.
+    """
     action = plan(question, results_this_turn(body))
+    offered = offered_tools(body)
+    if body.get("tool_choice") == "none":
+        if action.tool is None:
+            return answer(action.answer or "")
+        return answer(f"回答这个问题需要 {action.tool} 工具，但这次请求不允许调用工具"
+                      "（tool_choice=\"none\"），所以我无法回答。")
+    forced = forced_tool(body)
+    fits = action.tool in offered and forced in ("*", action.tool)
+    if forced and offered and not fits:
+        return calls(call(offered[0] if forced == "*" else forced, {}))
     if action.tool is None:
         return answer(action.answer or "")
-    if action.tool not in offered_tools(body):
+    if action.tool not in offered:
         return answer(_missing_tool(action.tool))
     return calls(call(action.tool, action.arguments))
 

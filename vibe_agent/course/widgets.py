@@ -7,12 +7,16 @@ was given, so the same trace always shows the same thing (nbval-friendly: no
 `widgets.Output`, no printing from callbacks).
 
 `token_chart(usage)` draws the prompt tokens of each round from the API's `usage`
-(matplotlib), which shows the resent history growing.
+(matplotlib), which shows the resent history growing. Its words are Chinese, drawn
+with the first CJK font installed (`CJK_FONTS`, e.g. WenQuanYi Micro Hei); on a
+machine without one, each Chinese text falls back to its English twin, so no chart
+ever shows empty boxes or floods the notebook with missing-glyph warnings.
 """
 
 from __future__ import annotations
 
 import html
+from functools import cache
 from typing import Any
 
 import ipywidgets as widgets
@@ -86,33 +90,60 @@ class TraceViewer(widgets.VBox):
         return f"TraceViewer({len(self.trace)} steps, showing step {self.slider.value})"
 
 
-def token_chart(usage: list[dict[str, Any] | None], title: str = "prompt tokens per round",
+# Fonts with Chinese glyphs, best first (Linux, then macOS and Windows names).
+CJK_FONTS = ("WenQuanYi Micro Hei", "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC",
+             "PingFang SC", "Microsoft YaHei", "SimHei")
+
+
+@cache
+def cjk_font() -> str | None:
+    """The first of `CJK_FONTS` that matplotlib can find here, else None."""
+    from matplotlib import font_manager
+
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    return next((name for name in CJK_FONTS if name in installed), None)
+
+
+def chart_text(chinese: str, english: str, font: str | None) -> str:
+    """The Chinese text when a CJK font can draw it, else its English twin."""
+    return chinese if font or chinese.isascii() else english
+
+
+def token_chart(usage: list[dict[str, Any] | None], title: str = "每轮发送的 prompt tokens",
                 labels: dict[str, list[dict[str, Any] | None]] | None = None,
-                label: str = "prompt tokens"):
+                label: str = "prompt tokens", *, font: str | None = ""):
     """A bar chart of prompt tokens per round, from the API's `usage`.
 
     Args:
         usage: per-round usage (`AgentResult.usage`); rounds without usage are left out.
-        title: the chart title (ASCII: the default fonts have no Chinese glyphs).
+        title: the chart title (Chinese is fine: without a CJK font it becomes
+            "prompt tokens per round").
         labels: optional extra series to compare, name -> usage list (drawn side by side).
         label: the legend name of `usage` when there are extra series.
+        font: the CJK font to draw with; "" finds one (`cjk_font()`), None draws without
+            one (Chinese texts then fall back to English).
     """
     import matplotlib.pyplot as plt
 
+    font = cjk_font() if font == "" else font
     series = {label: usage} | (labels or {})
-    fig, ax = plt.subplots(figsize=(6.4, 3.2))
-    width = 0.8 / len(series)
-    for k, (name, values) in enumerate(series.items()):
-        rounds = [i + 1 for i, u in enumerate(values) if u]
-        tokens = [u["prompt_tokens"] for u in values if u]
-        ax.bar([r + (k - (len(series) - 1) / 2) * width for r in rounds], tokens, width,
-               label=name)
-    ax.set_xlabel("round")
-    ax.set_ylabel("prompt tokens")
-    ax.set_title(title)
-    ax.xaxis.get_major_locator().set_params(integer=True)
-    if len(series) > 1:
-        ax.legend()
-    fig.tight_layout()
+    # The family list is kept by every text made under it: the CJK font first, then
+    # the usual sans-serif fonts for the glyphs it lacks (matplotlib's font fallback).
+    style = {"font.family": [font, *plt.rcParams["font.sans-serif"]]} if font else {}
+    with plt.rc_context(style):
+        fig, ax = plt.subplots(figsize=(6.4, 3.2))
+        width = 0.8 / len(series)
+        for k, (name, values) in enumerate(series.items()):
+            rounds = [i + 1 for i, u in enumerate(values) if u]
+            tokens = [u["prompt_tokens"] for u in values if u]
+            ax.bar([r + (k - (len(series) - 1) / 2) * width for r in rounds], tokens, width,
+                   label=chart_text(name, f"series {k + 1}", font))
+        ax.set_xlabel(chart_text("轮次", "round", font))
+        ax.set_ylabel("prompt tokens")
+        ax.set_title(chart_text(title, "prompt tokens per round", font))
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        if len(series) > 1:
+            ax.legend()
+        fig.tight_layout()
     plt.close(fig)  # shown once, by returning it (not again by the inline backend)
     return fig

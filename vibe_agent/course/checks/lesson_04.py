@@ -61,16 +61,19 @@ ID_HINT = ("tool_call_id 原样用 call.id，不要按位置自己编号（call_
 
 
 HTTP_400 = "脚本模型（和真实服务商一样）返回了 HTTP 400："
-SYSTEM_HINT = ("system 用 DEFAULT_SYSTEM_PROMPT，和上面那格一样（第 8 节会逐条解释它的规则）。"
-               "课程章节里的“你是助手。需要时调用工具。”也是一条 system prompt，"
-               "但本课录音里的请求用的是 DEFAULT_SYSTEM_PROMPT：system 一变，"
-               "下面的单元格回放时就对不上录音。")
-TOOL_CHOICE_HINT = ("tool_choice=\"auto\" 是课程章节里那一行的写法，意思是“由模型决定调不调工具”"
-                    "——请求带着 tools 时这本来就是默认行为，写不写模型的选择都一样。"
-                    "但这里照上面那一行发请求，不要增减参数：本课录音里的请求没有 tool_choice，"
-                    "多一个字段，下面的单元格回放时就对不上录音。")
-EXTRA_HINT = ("每一轮的请求就用上面那一行：model、messages、tools、temperature=0 四个参数，"
-              "不要增减：回放时请求要和录音逐字段一致。")
+OFFLINE = ("请求和本课录制文件（cassette）里的不一致时，后面用你的循环的几格在离线模式（offline）下"
+           "改由脚本参考模型回退回答（先打印一行说明，回答标着“回退”），严格回放（replay）下报 "
+           "ReplayMiss。")
+SYSTEM_HINT = ("练习要求 system 用 DEFAULT_SYSTEM_PROMPT，和上面那格一样"
+               "（第 9 节会逐条解释它的规则）。"
+               "课程章节里的“你是助手。需要时调用工具。”也是一条 system prompt，循环照样能跑，"
+               "但它不是这道练习要的请求：" + OFFLINE)
+TOOL_CHOICE_HINT = ("循环里每一轮都用 tool_choice=\"auto\"：由模型决定调不调工具。"
+                    "\"required\" 和指定函数不许模型直接回答，"
+                    "循环唯一的出口（tool_calls 为空）就没了；"
+                    "\"none\" 不许调用工具，循环就没有工具可执行（第 8 节）。")
+EXTRA_HINT = ("每一轮的请求就用上面那一行：model、messages、tools、tool_choice=\"auto\"、"
+              "temperature=0 五个参数，不要增减。" + OFFLINE)
 RUNAWAY_HINT = ("用 for _ in range(max_iters)：循环最多调用 max_iters 次模型，"
                 "跑满了就停下并返回一句说明。不要用 while True，它只在模型愿意停的时候才停。")
 
@@ -123,7 +126,8 @@ def _run(fn: Callable[..., Any], model: ScriptedModel, max_iters: int = 6) -> An
 
 
 def _fields_problem(n: int, body: dict[str, Any]) -> Problem:
-    """Request n carries exactly model, messages, tools and temperature 0."""
+    """Request n carries exactly model, messages, tools, temperature 0 and tool_choice "auto"
+    (or none: the same meaning; the lesson's cells then fall back offline)."""
     if not body.get("tools"):
         return (f"第 {n} 次请求没有带 tools", "请求里要带上 tools=registry.to_schemas()，"
                 "否则模型不知道有哪些工具，只能自己编答案。")
@@ -133,9 +137,9 @@ def _fields_problem(n: int, body: dict[str, Any]) -> Problem:
     if body["temperature"] != 0:
         return (f"第 {n} 次请求的 temperature 是 {body['temperature']}",
                 "调试循环时用 temperature=0：同一个问题每次都走同一条路，结果才能复现、比较。")
-    if "tool_choice" in body:
-        return f"第 {n} 次请求多了 tool_choice={body['tool_choice']!r}", TOOL_CHOICE_HINT
-    extra = sorted(set(body) - {"model", "messages", "tools", "temperature"})
+    if body.get("tool_choice", "auto") != "auto":  # absent means "auto" when tools are sent
+        return f"第 {n} 次请求的 tool_choice 是 {body['tool_choice']!r}", TOOL_CHOICE_HINT
+    extra = sorted(set(body) - {"model", "messages", "tools", "tool_choice", "temperature"})
     if extra:
         shown = "，".join(f"{key}={short(body[key], 40)}" for key in extra)
         return f"第 {n} 次请求多了 {shown}", EXTRA_HINT

@@ -29,7 +29,7 @@ from typing import Any
 import openai
 
 from ... import loop
-from ...loop import call_key, run_agent
+from ...loop import DEFAULT_SYSTEM_PROMPT, call_key, run_agent
 from ...registry import ToolRegistry
 from ...tools import DemoTools
 from ..scripted import (
@@ -467,13 +467,41 @@ def _history_problem(history: Any, outcome: Outcome, case: LoopCase) -> Problem:
     sent = _plain(outcome.model.requests[-1]["messages"]) if outcome.requests else []
     if plain[: len(sent)] != sent:
         return ("返回的 messages 和最后一次发给模型的历史对不上",
-                "返回的就是循环里那一个 messages 列表（只增不减），不要另建一个、也不要截短。")
+                "返回的就是循环里那一个 messages 列表（只增不减），不要另建一个、也不要裁剪。")
     if case.reason in ("repeated_call", "tool_errors", "max_iters") and not any(
             m.get("tool_calls") for m in plain[len(sent):] if isinstance(m, dict)):
         return ("刹车停下时，返回的 messages 里缺了最后那条带 tool_calls 的 assistant 消息",
                 ANSWER_ALL_HINT)
     if unanswered := protocol_error({"messages": plain}):
         return f"返回的 messages 里有 tool_call 没有回应：{short(unanswered, 160)}", ANSWER_ALL_HINT
+    return None
+
+
+SYSTEM_HINT = ("messages 从 [system, user] 开始，system 用 DEFAULT_SYSTEM_PROMPT，和练习 4.1 一样。"
+               "刹车管的是循环停不停；模型该怎样用工具、没有合适的工具时怎么办，"
+               "仍然靠 system prompt 划定，装了刹车也不能丢。")
+TEMPERATURE_HINT = ("每次请求照练习 4.1 带上 temperature=0：调试刹车时，同一个问题每次走同一条路，"
+                    "才分得清是哪道刹车起了作用，而不是抽样的运气。")
+TOOL_CHOICE_HINT = ("tool_choice 用 \"auto\"（或者不写，意思一样）："
+                    "\"required\" 和指定函数不许模型直接回答，"
+                    "循环唯一的正常出口就没了；\"none\" 让模型用不了工具（第 04 课第 8 节）。")
+
+
+def _request_problem(model: ScriptedModel) -> Problem:
+    """Every request as lesson 04 sends it: the system prompt first, temperature 0, "auto"."""
+    for n, body in enumerate(model.requests, 1):
+        messages = body.get("messages") or [{}]
+        if messages[0].get("role") != "system":
+            roles = ", ".join(str(m.get("role")) for m in messages[:3])
+            return f"第 {n} 次请求没有 system 消息（开头是 {roles}）", SYSTEM_HINT
+        if messages[0].get("content") != DEFAULT_SYSTEM_PROMPT:
+            return (f"第 {n} 次请求的 system 是 {short(messages[0].get('content'), 40)}",
+                    SYSTEM_HINT)
+        if body.get("temperature") != 0:
+            shown = body["temperature"] if "temperature" in body else "（没有设置）"
+            return f"第 {n} 次请求的 temperature 是 {shown}", TEMPERATURE_HINT
+        if body.get("tool_choice", "auto") != "auto":
+            return f"第 {n} 次请求的 tool_choice 是 {body['tool_choice']!r}", TOOL_CHOICE_HINT
     return None
 
 
@@ -484,6 +512,8 @@ def _loop_problem(outcome: Outcome, case: LoopCase) -> Problem:
                 UNBOUNDED_HINT)
     if error is not None:
         return _exception_problem(error, case)
+    if problem := _request_problem(outcome.model):
+        return problem
     got = outcome.run.value
     if not isinstance(got, tuple) or len(got) != 3:
         return (f"应该返回 (answer, stop_reason, messages) 三个元素的元组，得到 {short(got)}",

@@ -61,8 +61,8 @@ GROWTH_CASES: list[tuple[str, Usage, list[int | None], str]] = [
      NONE_HINT),
     ("有一轮的 usage 缺 prompt_tokens", [usage(600), {"completion_tokens": 5}, usage(700)],
      [None, None], NONE_HINT),
-    ("截短历史后 prompt 变少了", [usage(900), usage(700), usage(760)], [-200, 60],
-     "差值可以是负数（截短历史后发出去的变少了）：直接相减，不要取绝对值，也不要截到 0。"),
+    ("裁剪历史后 prompt 变少了", [usage(900), usage(700), usage(760)], [-200, 60],
+     "差值可以是负数（裁剪历史后发出去的变少了）：直接相减，不要取绝对值，也不要截到 0。"),
 ]
 
 
@@ -94,9 +94,9 @@ def _growth_problem(got: Any, case_usage: Usage, wanted: list[int | None]) -> Pr
         (_diffs(filtered), "你先把缺失的轮次去掉再相减，轮次对不上了",
          "不要先过滤 None：结果的第 i 项必须对应第 i+1、i+2 轮。缺了的写 None。"),
         ([None if d is None else abs(d) for d in wanted], "你取了绝对值",
-         "差值可以是负数（截短历史后发出去的变少了）：直接相减，不要取绝对值。"),
+         "差值可以是负数（裁剪历史后发出去的变少了）：直接相减，不要取绝对值。"),
         ([None if d is None else max(d, 0) for d in wanted], "你把负的差值截成了 0",
-         "差值可以是负数（截短历史后发出去的变少了）：直接相减，不要截到 0。"),
+         "差值可以是负数（裁剪历史后发出去的变少了）：直接相减，不要截到 0。"),
     ]
     for mistaken, message, hint in mistakes:
         if mistaken is not None and got == mistaken:
@@ -329,7 +329,7 @@ def check_my_trim(fn: Callable[[list[Message], int], Any]) -> Verdict:
     """Exercise 7.2: shorten older tool results; ids, roles, order and the input intact."""
     report = Report("练习 7.2：my_trim —— 缩短旧的 tool 结果，协议保持完整")
     if report.borrows(fn, trim_old_tool_results, hint=(
-            "这道题要你自己写一个截短策略：找出 tool 消息的位置，"
+            "这道题要你自己写一个裁剪策略：找出 tool 消息的位置，"
             "把最新 keep_last 条之前、又太长的那些换成缩短后的新字典。")):
         return report.verdict()
     for name, messages, keep_last, hint in TRIM_CASES:
