@@ -39,7 +39,6 @@ from vibe_agent.registry import ToolRegistry
 from vibe_agent.world import World, real_world
 
 FETCH_DEADLINE_S = 10.0  # seconds for a whole fetch: connecting, headers, body, redirects
-FETCH_TIMEOUT = FETCH_DEADLINE_S  # the name course/cassette.py and its tests use
 MAX_BYTES = 200_000  # a page is cut after this many bytes, counted after decompression
 MAX_REDIRECTS = 5  # redirects a fetch follows, each new address checked again
 MAX_EXPRESSION_CHARS = 500  # longer calculator input is refused before parsing
