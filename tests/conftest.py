@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx2
 import pytest
 
 Route = Callable[[BaseHTTPRequestHandler], None]
@@ -54,6 +55,44 @@ def serve() -> Iterator[Callable[[dict[str, Route]], str]]:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         return f"http://127.0.0.1:{server.server_port}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="session")
+def serve_model() -> Iterator[Callable[..., str]]:
+    """Serve a scripted model over real HTTP on 127.0.0.1, as an OpenAI-compatible provider.
+
+    `serve_model(model, key="test-key")` returns the base URL (ending in /v1); with `key`,
+    a request without `Authorization: Bearer <key>` gets a 401.
+    """
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(model: httpx2.BaseTransport, key: str | None = None) -> str:
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+                if key is not None and self.headers["authorization"] != f"Bearer {key}":
+                    self.send_error(401)
+                    return
+                body = self.rfile.read(int(self.headers["content-length"]))
+                response = model.handle_request(httpx2.Request(
+                    "POST", f"http://127.0.0.1{self.path}", content=body))
+                self.send_response(response.status_code)
+                self.send_header("content-type", "application/json")
+                self.end_headers()
+                self.wfile.write(response.read())
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_port}/v1"
 
     yield start
     for server in servers:

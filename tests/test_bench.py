@@ -11,10 +11,8 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx2
 import pytest
 
 from vibe_agent.course import bench, cli
@@ -124,27 +122,9 @@ def test_a_replay_miss_is_a_harness_error_and_exits_non_zero(
 
 
 @pytest.fixture
-def known_fix_provider():
+def known_fix_provider(serve_model):
     """An OpenAI-compatible server on 127.0.0.1 playing the known-fix reference model."""
-    model = known_fix_model(TASKS)
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - the http.server API
-            body = self.rfile.read(int(self.headers["content-length"]))
-            response = model.handle_request(httpx2.Request(
-                "POST", f"http://127.0.0.1{self.path}", content=body))
-            self.send_response(response.status_code)
-            self.send_header("content-type", "application/json")
-            self.end_headers()
-            self.wfile.write(response.read())
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/v1"
-    server.shutdown()
+    return serve_model(known_fix_model(TASKS))
 
 
 def test_record_a_run_then_replay_it_with_the_recorded_options(

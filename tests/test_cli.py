@@ -5,10 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import httpx2
 import pytest
 
 from vibe_agent.course.reference import reference_model
@@ -22,28 +19,10 @@ def run_cli(*args: str, env: dict[str, str] | None = None, cwd=None) -> subproce
 
 
 @pytest.fixture(scope="module")
-def fake_provider():
+def fake_provider(serve_model):
     """An OpenAI-compatible HTTP server on 127.0.0.1 that plays the reference model."""
     model = reference_model()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - the http.server API
-            body = self.rfile.read(int(self.headers["content-length"]))
-            assert self.headers["authorization"] == "Bearer test-key"
-            response = model.handle_request(httpx2.Request(
-                "POST", f"http://127.0.0.1{self.path}", content=body))
-            self.send_response(response.status_code)
-            self.send_header("content-type", "application/json")
-            self.end_headers()
-            self.wfile.write(response.read())
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/v1", model
-    server.shutdown()
+    return serve_model(model, key="test-key"), model
 
 
 def test_demo_offline_runs_four_tasks(tmp_path):
