@@ -52,7 +52,8 @@ from vibe_agent.course.local import (
     LocalServer,
     choice_schema,
 )
-from vibe_agent.course.scenarios import DEMO_TASKS, EXAMPLE_URL
+from vibe_agent.course.pages import EXAMPLE_URL
+from vibe_agent.course.scenarios import DEMO_TASKS
 from vibe_agent.loop import DEFAULT_SYSTEM_PROMPT
 from vibe_agent.tools import DemoTools, demo_registry
 from vibe_agent.world import World

@@ -19,7 +19,8 @@ from vibe_agent.course.cassette import (
     request_key,
 )
 from vibe_agent.course.client import ConfigError, make_client, resolve_mode
-from vibe_agent.course.scenarios import SCENARIOS, BundledPages, run_demo_tasks
+from vibe_agent.course.pages import BundledPages
+from vibe_agent.course.scenarios import SCENARIOS, run_demo_tasks
 from vibe_agent.loop import run_agent
 from vibe_agent.tools import demo_registry
 from vibe_agent.world import World

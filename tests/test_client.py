@@ -11,7 +11,7 @@ import pytest
 
 from vibe_agent.course import client as client_module
 from vibe_agent.course.client import ConfigError, CourseClient, make_client
-from vibe_agent.course.scenarios import ARTICLE_URL, EXAMPLE_URL, BundledPages
+from vibe_agent.course.pages import ARTICLE_URL, EXAMPLE_URL, BundledPages
 
 CASSETTES = Path(__file__).resolve().parent.parent / "notebooks" / "cassettes"
 QUESTION = [{"role": "user", "content": "17 × 23 等于多少？"}]

@@ -13,7 +13,8 @@ import pytest
 
 from vibe_agent.course.cassette import ReplayMiss
 from vibe_agent.course.client import FALLBACK_LABELS, ConfigError, make_client
-from vibe_agent.course.scenarios import BundledPages, run_demo_tasks
+from vibe_agent.course.pages import BundledPages
+from vibe_agent.course.scenarios import run_demo_tasks
 from vibe_agent.loop import run_agent
 from vibe_agent.tools import demo_registry
 

@@ -156,7 +156,8 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def _record_scenario(name: str, args: argparse.Namespace) -> None:
-    from .scenarios import SCENARIOS, BundledPages
+    from .pages import BundledPages
+    from .scenarios import SCENARIOS
 
     scenario = SCENARIOS[name]
     pages = None if args.pages == "network" else BundledPages()

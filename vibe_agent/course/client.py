@@ -319,7 +319,7 @@ def _pages(pages: str | httpx2.BaseTransport | None) -> tuple[httpx2.BaseTranspo
     if pages is None or pages == "network":
         return None, None
     if pages == "bundled":
-        from .scenarios import BundledPages
+        from .pages import BundledPages
 
         bundled = BundledPages(other=httpx2.HTTPTransport())
         return bundled, bundled.provenance_note

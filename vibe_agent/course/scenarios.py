@@ -15,17 +15,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
-import httpx2
 import openai
 
 from ..loop import AgentResult, run_agent
 from ..tools import demo_registry
-
-EXAMPLE_URL = "https://example.com/"
-ARTICLE_URL = "https://example.com/vibe-agent/article.html"
+from .pages import EXAMPLE_URL
 
 
 @dataclass
@@ -115,50 +111,6 @@ def run_demo_tasks(client: openai.OpenAI, model: str, world: Any = None,
 
 # The course's stand-in pages, URL -> file in vibe_agent/data/. Both were written for
 # the course; neither is a download of a real site.
-BUNDLED_PAGES: dict[str, str] = {
-    EXAMPLE_URL: "example.html",  # a stand-in for example.com (demo task 3)
-    ARTICLE_URL: "article.html",  # a longer page about the agent loop (lesson 07)
-}
-
-BUNDLED_PAGES_NOTE = (
-    "pages served from "
-    + " and ".join(f"vibe_agent/data/{file} as {url}" for url, file in BUNDLED_PAGES.items())
-    + ", stand-ins written for the course (recorded offline)"
-)
-OTHER_PAGES_NOTE = "; any other address from the network"
-
-
-class BundledPages(httpx2.BaseTransport):
-    """Serves the course's stand-in pages (`BUNDLED_PAGES`); anything else goes to `other`.
-
-    The pages were written for the course, not downloaded from the real sites; a client
-    that uses them says so in its provenance (`make_client(pages=...)` copies
-    `provenance_note` there), and so do cassettes recorded with them.
-
-    Args:
-        other: the transport for every other address (e.g. the network); None answers
-            them with a 404, so nothing leaves the machine (offline recording).
-    """
-
-    def __init__(self, other: httpx2.BaseTransport | None = None) -> None:
-        self.other = other
-        self.provenance_note = BUNDLED_PAGES_NOTE + (OTHER_PAGES_NOTE if other else "")
-
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        file = BUNDLED_PAGES.get(str(request.url))
-        if file is None:
-            if self.other is not None:
-                return self.other.handle_request(request)
-            return httpx2.Response(404, text="not bundled")
-        page = resources.files("vibe_agent").joinpath("data", file).read_bytes()
-        return httpx2.Response(200, headers={"content-type": "text/html; charset=utf-8"},
-                               content=page)
-
-    def close(self) -> None:
-        if self.other is not None:
-            self.other.close()
-
-
 # ---------------------------------------------------------------------------
 # Recording scenarios
 # ---------------------------------------------------------------------------

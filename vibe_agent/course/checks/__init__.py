@@ -49,7 +49,7 @@ import httpx2
 from ...registry import ToolRegistry
 from ...tools import DEMO_TOOL_NAMES, demo_registry
 from ...world import World
-from ..scenarios import BundledPages
+from ..pages import BundledPages
 
 
 class CaseFailed(Exception):
