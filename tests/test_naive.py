@@ -392,5 +392,5 @@ def test_diagnose_edge_cases(text, problems):
 
 
 def test_a_non_string_answer_is_named():
-    with pytest.raises(ParseFailure, match="'answer' must be a string"):
+    with pytest.raises(ParseFailure, match="“answer” 必须是字符串"):
         parse_strict('{"answer": 391}')

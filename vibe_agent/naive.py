@@ -104,14 +104,14 @@ class ParseFailure(ValueError):
 def _to_action(data: Any) -> Action:
     if isinstance(data, dict) and "answer" in data:
         if not isinstance(data["answer"], str):
-            raise ParseFailure("'answer' must be a string")
+            raise ParseFailure("“answer” 必须是字符串")
         return Action(answer=data["answer"])
     if isinstance(data, dict) and isinstance(data.get("tool"), str):
         arguments = data.get("arguments") or {}
         if not isinstance(arguments, dict):
-            raise ParseFailure("'arguments' is not a JSON object")
+            raise ParseFailure("“arguments” 不是 JSON 对象")
         return Action(tool=data["tool"], arguments=arguments)
-    raise ParseFailure("the JSON has neither 'tool' nor 'answer'")
+    raise ParseFailure("JSON 里既没有 “tool” 也没有 “answer”")
 
 
 def parse_strict(text: str) -> Action:
@@ -119,7 +119,7 @@ def parse_strict(text: str) -> Action:
     try:
         return _to_action(json.loads(text))
     except json.JSONDecodeError as exc:
-        raise ParseFailure(f"not JSON: {exc.msg}") from exc
+        raise ParseFailure(f"整段回复不是 JSON（json 模块说：{exc.msg}）") from exc
 
 
 _BRACES = re.compile(r"\{.*\}", re.DOTALL)
@@ -129,11 +129,11 @@ def parse_regex(text: str) -> Action:
     """Forgiving: take the outermost {...} in the text and parse that."""
     match = _BRACES.search(text)
     if not match:
-        raise ParseFailure("no {...} in the reply")
+        raise ParseFailure("回复里找不到 {...}")
     try:
         return _to_action(json.loads(match.group(0)))
     except json.JSONDecodeError as exc:
-        raise ParseFailure(f"the {{...}} part is not JSON: {exc.msg}") from exc
+        raise ParseFailure(f"{{...}} 这一段不是 JSON（json 模块说：{exc.msg}）") from exc
 
 
 Parser = Callable[[str], Action]
