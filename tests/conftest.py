@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx2
@@ -24,19 +25,20 @@ def tapes(tmp_path, monkeypatch):
     return tmp_path
 
 
-@pytest.fixture
-def serve() -> Iterator[Callable[[dict[str, Route]], str]]:
-    """Start an HTTP server on 127.0.0.1 (never another interface) with the given routes.
+@contextmanager
+def _loopback_servers() -> Iterator[Callable[[Callable[[str], Route | None]], str]]:
+    """Start HTTP servers on 127.0.0.1 (never another interface); all stop on exit.
 
-    `serve({"/path": handler})` returns the server's base URL; each handler receives the
-    request handler and writes the whole response itself. Unknown paths get a 404.
+    The callable it yields takes `find(path) -> handler or None` and returns the base
+    URL; a handler gets the request handler and writes the whole response itself.
+    Paths without a handler get a 404.
     """
     servers: list[ThreadingHTTPServer] = []
 
-    def start(routes: dict[str, Route]) -> str:
+    def start(find: Callable[[str], Route | None]) -> str:
         class Handler(BaseHTTPRequestHandler):
             def _route(self) -> None:
-                route = routes.get(self.path.split("?", 1)[0])
+                route = find(self.path.split("?", 1)[0])
                 if route is None:
                     self.send_error(404)
                     return
@@ -56,10 +58,20 @@ def serve() -> Iterator[Callable[[dict[str, Route]], str]]:
         servers.append(server)
         return f"http://127.0.0.1:{server.server_port}"
 
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    try:
+        yield start
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[dict[str, Route]], str]]:
+    """`serve({"/path": handler})`: an HTTP server on 127.0.0.1 with these routes; returns
+    its base URL."""
+    with _loopback_servers() as start:
+        yield lambda routes: start(routes.get)
 
 
 @pytest.fixture(scope="session")
@@ -69,32 +81,19 @@ def serve_model() -> Iterator[Callable[..., str]]:
     `serve_model(model, key="test-key")` returns the base URL (ending in /v1); with `key`,
     a request without `Authorization: Bearer <key>` gets a 401.
     """
-    servers: list[ThreadingHTTPServer] = []
+    def provider(model: httpx2.BaseTransport, key: str | None) -> Route:
+        def answer(request: BaseHTTPRequestHandler) -> None:
+            if key is not None and request.headers["authorization"] != f"Bearer {key}":
+                request.send_error(401)
+                return
+            body = request.rfile.read(int(request.headers["content-length"]))
+            response = model.handle_request(httpx2.Request(
+                "POST", f"http://127.0.0.1{request.path}", content=body))
+            request.send_response(response.status_code)
+            request.send_header("content-type", "application/json")
+            request.end_headers()
+            request.wfile.write(response.read())
+        return answer
 
-    def start(model: httpx2.BaseTransport, key: str | None = None) -> str:
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the http.server API
-                if key is not None and self.headers["authorization"] != f"Bearer {key}":
-                    self.send_error(401)
-                    return
-                body = self.rfile.read(int(self.headers["content-length"]))
-                response = model.handle_request(httpx2.Request(
-                    "POST", f"http://127.0.0.1{self.path}", content=body))
-                self.send_response(response.status_code)
-                self.send_header("content-type", "application/json")
-                self.end_headers()
-                self.wfile.write(response.read())
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_port}/v1"
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    with _loopback_servers() as start:
+        yield lambda model, key=None: start(lambda path: provider(model, key)) + "/v1"
