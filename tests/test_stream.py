@@ -1,0 +1,165 @@
+"""stream.accumulate: a streamed reply joined back into one message, on the chunk shapes
+real servers send. The chunks come through the genuine SDK: server-sent events served by
+an httpx2 transport to `openai.OpenAI(...).chat.completions.create(stream=True)`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx2
+import openai
+import pytest
+
+from vibe_agent.stream import accumulate, assemble
+
+
+def sse(chunks: list[dict[str, Any]]) -> bytes:
+    events = [f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n" for chunk in chunks]
+    return ("".join(events) + "data: [DONE]\n\n").encode()
+
+
+def stream_of(chunks: list[dict[str, Any]]):
+    """The SDK's own stream of ChatCompletionChunk objects for these chunk bodies."""
+    body = sse(chunks)
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=body,
+                               headers={"content-type": "text/event-stream"})
+
+    client = openai.OpenAI(api_key="test", base_url="http://model.test/v1", max_retries=0,
+                           http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    return client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}],
+                                          stream=True)
+
+
+def chunk(delta: dict[str, Any] | None = None, finish: str | None = None,
+          **extra: Any) -> dict[str, Any]:
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+            "model": "m", "choices": choices, **extra}
+
+
+def call(index: int | None, id: str | None = None, name: str | None = None,
+         arguments: str | None = None) -> dict[str, Any]:
+    delta: dict[str, Any] = {"function": {}}
+    if index is not None:
+        delta["index"] = index
+    if id is not None:
+        delta |= {"id": id, "type": "function"}
+    if name is not None:
+        delta["function"]["name"] = name
+    if arguments is not None:
+        delta["function"]["arguments"] = arguments
+    return delta
+
+
+def calls(*pieces: dict[str, Any]) -> dict[str, Any]:
+    return {"tool_calls": list(pieces)}
+
+
+USAGE = {"prompt_tokens": 30, "completion_tokens": 7, "total_tokens": 37}
+
+TWO_CALLS_INTERLEAVED = [
+    chunk({"role": "assistant", "content": None}),
+    chunk(calls(call(0, "call_a", "calculator", ""))),
+    chunk(calls(call(0, arguments='{"expr'))),
+    chunk(calls(call(1, "call_b", "get_time", "{}"))),
+    chunk(calls(call(0, arguments='ession": "17*23"}'))),
+    chunk({}, "tool_calls"),
+    chunk(None, usage=USAGE),
+]
+WANT_TWO = [
+    {"id": "call_a", "type": "function",
+     "function": {"name": "calculator", "arguments": '{"expression": "17*23"}'}},
+    {"id": "call_b", "type": "function", "function": {"name": "get_time", "arguments": "{}"}},
+]
+
+CASES = [
+    pytest.param(
+        [chunk({"role": "assistant", "content": ""}), chunk({"content": "17 × 23 "}),
+         chunk({"content": "= 391"}), chunk({}, "stop")],
+        {"role": "assistant", "content": "17 × 23 = 391"}, id="text-only"),
+    pytest.param(
+        TWO_CALLS_INTERLEAVED,
+        {"role": "assistant", "content": None, "tool_calls": WANT_TWO, "usage": USAGE},
+        id="two-calls-interleaved-usage-chunk"),
+    pytest.param(
+        [chunk(calls(call(1, "call_b", "get_time", "{}"))),
+         chunk(calls(call(0, "call_a", "calculator", '{"expression": "17*23"}'))),
+         chunk({}, "tool_calls")],
+        {"role": "assistant", "content": None, "tool_calls": WANT_TWO},
+        id="calls-in-index-order-not-arrival"),
+    pytest.param(
+        [chunk(calls(call(None, "call_a", "calculator", '{"expre'))),
+         chunk(calls(call(None, arguments='ssion": "17*23"}'))), chunk({}, "stop")],
+        {"role": "assistant", "content": None, "tool_calls": WANT_TWO[:1]},
+        id="no-index-single-call"),
+    pytest.param(
+        [chunk(calls(call(0, "call_a", "calculator", '{"expression": "17*23"}'))),
+         chunk(calls(call(0, "call_b", "get_time", "{}"))), chunk({}, "tool_calls")],
+        {"role": "assistant", "content": None, "tool_calls": WANT_TWO},
+        id="one-index-reused-for-two-ids"),
+    pytest.param(
+        [chunk(calls(call(0, "call_a", "calc", ""))),
+         chunk(calls(call(0, "", "ulator", '{"expression": '))),
+         chunk(calls(call(0, "call_a", None, '"17*23"}'))), chunk({}, "tool_calls")],
+        {"role": "assistant", "content": None, "tool_calls": WANT_TWO[:1]},
+        id="name-split-id-repeated-or-empty"),
+    pytest.param(
+        [chunk({"content": "好的"}), chunk(calls(call(0, "c1", "search", '{"q": "\\u4e'))),
+         chunk(calls(call(0, arguments='2d\\u6587"}'))), chunk({}, "tool_calls")],
+        {"role": "assistant", "content": "好的", "tool_calls": [
+            {"id": "c1", "type": "function",
+             "function": {"name": "search", "arguments": '{"q": "\\u4e2d\\u6587"}'}}]},
+        id="arguments-split-inside-json-escape"),
+    pytest.param(
+        [chunk({"reasoning_content": "先算"}), chunk({"reasoning_content": "一下"}),
+         chunk({"content": "391"}), chunk({}, "stop")],
+        {"role": "assistant", "content": "391", "reasoning_content": "先算一下"},
+        id="reasoning-content-kept"),
+]
+
+
+@pytest.mark.parametrize(("chunks", "want"), CASES)
+def test_accumulate_through_the_sdk(chunks, want):
+    assert accumulate(stream_of(chunks)) == want
+
+
+@pytest.mark.parametrize(("chunks", "want"), CASES)
+def test_accumulate_on_plain_dicts_gives_the_same(chunks, want):
+    assert accumulate(chunks) == want
+
+
+def test_escaped_arguments_parse_after_joining():
+    message = accumulate(stream_of(CASES[6].values[0]))
+    assert json.loads(message["tool_calls"][0]["function"]["arguments"]) == {"q": "中文"}
+
+
+def test_joining_by_arrival_mixes_the_calls():
+    """What the lesson shows going wrong: pieces glued onto the last call that arrived."""
+    by_arrival: list[list[str]] = []
+    for piece in TWO_CALLS_INTERLEAVED:
+        for choice in piece["choices"]:
+            for delta in choice["delta"].get("tool_calls", []):
+                if delta.get("id"):
+                    by_arrival.append([delta["function"].get("arguments", "")])
+                else:
+                    by_arrival[-1].append(delta["function"].get("arguments", ""))
+    assert ["".join(parts) for parts in by_arrival] == ['{"expr', '{}ession": "17*23"}']
+    joined = [c["function"]["arguments"] for c in accumulate(TWO_CALLS_INTERLEAVED)["tool_calls"]]
+    assert joined == ['{"expression": "17*23"}', "{}"]
+
+
+def test_assemble_reports_text_pieces_and_extras():
+    pieces: list[str] = []
+    chunks = [chunk({"content": "a"}), chunk({"content": ""}), chunk({"content": "b"}),
+              chunk({}, "stop"), chunk(None, usage=USAGE)]
+    assembled = assemble(stream_of(chunks), on_text=pieces.append)
+    assert pieces == ["a", "b"]
+    assert (assembled.finish_reason, assembled.usage, assembled.model) == ("stop", USAGE, "m")
+    assert "usage" not in assembled.message()  # the history gets the message only
+
+
+def test_an_empty_stream_is_an_empty_message():
+    assert accumulate([]) == {"role": "assistant", "content": None}
