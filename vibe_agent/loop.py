@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import httpx2
 import openai
 from openai.types.chat import (
     ChatCompletion,
@@ -47,6 +48,7 @@ from openai.types.chat import (
 from openai.types.chat.chat_completion_message_function_tool_call import Function
 from openai.types.completion_usage import CompletionUsage
 
+from . import stream as streaming
 from .registry import ToolRegistry
 from .trace import Trace, TraceStep, shorten
 
@@ -347,8 +349,11 @@ def read_reply(response: Any, step: TraceStep) -> ChatCompletionMessage:
 
 
 def ask_model(client: openai.OpenAI, round_no: int, record: Callable[[TraceStep], None],
+              on_text: Callable[[str], None] | None = None,
               **request: Any) -> ChatCompletionMessage:
-    """One model call, recorded as a model step; its checked message.
+    """One model call, recorded as a model step; its checked message. A streamed reply
+    (`stream=True` in the request) is joined first (`vibe_agent.stream`), its text
+    pieces passed to `on_text` as they arrive, and then checked like any other.
 
     Raises:
         Stop: PROVIDER_ERROR when the call failed or the reply cannot be used (the
@@ -358,7 +363,10 @@ def ask_model(client: openai.OpenAI, round_no: int, record: Callable[[TraceStep]
     started = time.perf_counter()
     failure: Stop | None = None
     try:
-        message = read_reply(client.chat.completions.create(**request), step)
+        response = client.chat.completions.create(**request)
+        if request.get("stream"):
+            response = streamed_reply(response, on_text)
+        message = read_reply(response, step)
     except (openai.APIError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         failure = Stop(StopReason.PROVIDER_ERROR, provider_failure(exc))
     except Stop as unusable:
@@ -368,6 +376,25 @@ def ask_model(client: openai.OpenAI, round_no: int, record: Callable[[TraceStep]
     if failure:
         raise failure
     return message
+
+
+def streamed_reply(chunks: Any, on_text: Callable[[str], None] | None) -> ChatCompletion:
+    """The completion a stream adds up to.
+
+    Raises:
+        Stop: PROVIDER_ERROR when the stream broke off, or not a single chunk
+            arrived (e.g. an HTML page).
+    """
+    try:
+        assembled = streaming.assemble(chunks, on_text)
+    except (openai.APIConnectionError, httpx2.TransportError) as exc:
+        cause = exc.__cause__ or exc
+        raise Stop(StopReason.PROVIDER_ERROR, f"流式响应中途断开：{type(cause).__name__}: "
+                   f"{shorten(str(cause), 120)}") from exc
+    if not assembled.chunks:
+        raise Stop(StopReason.PROVIDER_ERROR, "模型服务的流式响应里一个数据块也没有"
+                   "（可能是一个 HTML 网页，或者服务不支持 stream=True）。")
+    return streaming.completion(assembled)
 
 
 # ---------------------------------------------------------------------------
@@ -429,6 +456,7 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
               system_prompt: str = DEFAULT_SYSTEM_PROMPT, temperature: float | None = 0,
               trace: Trace | None = None, on_step: Callable[[TraceStep], None] | None = None,
               prepare: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
+              stream: bool = False, on_text: Callable[[str], None] | None = None,
               **request_options: Any) -> AgentResult:
     """Run the agent loop on one question (the brakes are described at the top of the file).
 
@@ -447,6 +475,8 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
         trace: a fresh Trace to fill (yours survives an exception that escapes).
         on_step: called with every step as it happens (e.g. to print live).
         prepare: makes what is sent each round from the full history (`vibe_agent.context`).
+        stream: ask for streamed replies (with usage at the end); the result is the same.
+        on_text: with `stream`, called with each piece of the model's text as it arrives.
         request_options: more fields for `chat.completions.create` (e.g. max_tokens).
     """
     check_limits(max_iters, max_repeats, max_cycle, max_tool_errors, max_result_chars)
@@ -454,6 +484,8 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
                                       {"role": "user", "content": question}]
     trace = Trace() if trace is None else trace
     trace.model, request = model, request_fields(registry, model, temperature, request_options)
+    if stream:  # the caller's stream_options win (some providers reject include_usage)
+        request = {"stream": True, "stream_options": {"include_usage": True}} | request
     made: list[tuple[str, str]] = []  # every call so far, for the repeat and cycle brakes
     errors, round_no = ToolErrorBrake(max_tool_errors), 0
 
@@ -470,7 +502,7 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
         for round_no in range(1, max_iters + 1):
             # 1. call the model with the whole history (or what `prepare` makes of it)
             sent = prepare(messages) if prepare else messages
-            reply = ask_model(client, round_no, record, messages=sent, **request)
+            reply = ask_model(client, round_no, record, on_text, messages=sent, **request)
             # 2. the assistant message goes back verbatim; no tool_calls: the only normal exit
             messages.append(assistant_message(reply))
             if not reply.tool_calls:

@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from openai.types.chat import ChatCompletion
+
 
 @dataclass
 class _Call:
@@ -49,12 +51,16 @@ class Assembled:
     usage: dict[str, Any] | None = None
     model: str | None = None
     id: str | None = None
+    chunks: int = 0  # how many chunks arrived (none at all: not a stream)
     slots: dict[int, int] = field(default_factory=dict)  # the server's index -> ours
     last: int = -1  # the server index of the last delta (for deltas without one)
 
     def message(self) -> dict[str, Any]:
         """The assistant message as the non-streaming API gives it, ready for `messages`."""
-        entry: dict[str, Any] = {"role": "assistant", "content": self.content}
+        # Providers open every stream with content "", even before tool calls; the
+        # same reply unstreamed has content null unless some text really came.
+        content = self.content or (None if self.calls else self.content)
+        entry: dict[str, Any] = {"role": "assistant", "content": content}
         if self.calls:
             entry["tool_calls"] = [
                 {"id": call.id, "type": "function",
@@ -114,6 +120,7 @@ def assemble(chunks: Iterable[Any], on_text: Callable[[str], None] | None = None
     """
     result = Assembled()
     for chunk in chunks:
+        result.chunks += 1
         result.id = result.id or _get(chunk, "id")
         result.model = result.model or _get(chunk, "model")
         if _get(chunk, "usage") is not None:
@@ -152,3 +159,20 @@ def accumulate(chunks: Iterable[Any]) -> dict[str, Any]:
     if assembled.usage is not None:
         message["usage"] = assembled.usage
     return message
+
+
+FINISH_REASONS = {"stop", "length", "tool_calls", "content_filter", "function_call"}
+
+
+def completion(assembled: Assembled) -> ChatCompletion:
+    """The `ChatCompletion` the same reply would have been without streaming, so the
+    loop checks a streamed reply exactly like any other (`loop.read_reply`)."""
+    message = assembled.message()
+    finish = assembled.finish_reason
+    if finish not in FINISH_REASONS:  # a stream cut short, or a server's own word
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+    return ChatCompletion.model_validate({
+        "id": assembled.id or "streamed", "object": "chat.completion", "created": 0,
+        "model": assembled.model or "", "usage": assembled.usage,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+    })

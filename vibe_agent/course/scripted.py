@@ -33,6 +33,8 @@ from typing import Any
 import httpx2
 import openai
 
+from .sse import chunks_of, event_stream, wants_usage
+
 SCRIPTED_BASE_URL = "http://scripted.invalid/v1"
 CREATED = 1_764_460_800  # a fixed timestamp keeps scripted JSON reproducible
 
@@ -171,7 +173,12 @@ class ScriptedModel(httpx2.BaseTransport):
         reply = self._next_reply(body)
         if reply.raw is not None:
             return httpx2.Response(reply.status, json=reply.raw)
-        return httpx2.Response(reply.status, json=self.completion(body["model"], reply))
+        completion = self.completion(body["model"], reply)
+        if body.get("stream") and reply.status == 200:  # served as a provider streams it
+            chunks = chunks_of(completion, include_usage=wants_usage(body))
+            return httpx2.Response(200, content=event_stream(chunks),
+                                   headers={"content-type": "text/event-stream"})
+        return httpx2.Response(reply.status, json=completion)
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
         if self._policy is not None:

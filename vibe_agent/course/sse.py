@@ -1,0 +1,77 @@
+"""Server-sent events for the course's own models: a reply served as a stream.
+
+A real provider answers `stream=True` with `text/event-stream`: one `data: {chunk}`
+event per piece and a final `data: [DONE]`. The scripted models and the replay of a
+recording that holds a whole completion use `chunks_of` to cut that completion into
+the chunks a provider would send: content in small pieces, each tool call's id and
+name in its first delta and its arguments in pieces after it, `finish_reason` in an
+empty last delta, and `usage` in a chunk of its own when the request asked for it
+(`stream_options.include_usage`). `parse_events` reads such a body back.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+PIECE_CHARS = 8  # characters per content or arguments piece
+
+
+def _pieces(text: str, size: int = PIECE_CHARS) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def wants_usage(request: dict[str, Any]) -> bool:
+    """Whether a streamed request asked for the usage chunk at the end."""
+    options = request.get("stream_options")
+    return isinstance(options, dict) and options.get("include_usage") is True
+
+
+def chunks_of(completion: dict[str, Any], *, include_usage: bool) -> list[dict[str, Any]]:
+    """The chunks a provider streams for this ChatCompletion body."""
+    head = {key: completion.get(key) for key in ("id", "created", "model")}
+    head["object"] = "chat.completion.chunk"
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return head | {"choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                    "finish_reason": finish}]}
+
+    choice = completion["choices"][0]
+    message = choice.get("message") or {}
+    chunks = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    chunks += [chunk({"content": piece}) for piece in _pieces(message.get("content") or "")]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        function = call.get("function") or {}
+        chunks.append(chunk({"tool_calls": [{
+            "index": index, "id": call.get("id"), "type": "function",
+            "function": {"name": function.get("name"), "arguments": ""}}]}))
+        chunks += [chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+                   for piece in _pieces(function.get("arguments") or "")]
+    chunks.append(chunk({}, choice.get("finish_reason")))
+    if include_usage:
+        chunks.append(head | {"choices": [], "usage": completion.get("usage")})
+    return chunks
+
+
+def event_stream(chunks: list[dict[str, Any]]) -> bytes:
+    """The `text/event-stream` body carrying these chunks, ended by `[DONE]`."""
+    events = [f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in chunks]
+    return ("".join(events) + "data: [DONE]\n\n").encode()
+
+
+def parse_events(body: bytes | str) -> list[dict[str, Any]]:
+    """The JSON chunks of an event-stream body (comments, other fields and [DONE] skipped).
+
+    Raises:
+        ValueError: an event's data is not JSON.
+    """
+    text = body.decode() if isinstance(body, bytes) else body
+    chunks, data = [], []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+        elif not line and data:  # a blank line ends an event
+            payload, data = "\n".join(data), []
+            if payload.strip() != "[DONE]":
+                chunks.append(json.loads(payload))
+    return chunks
