@@ -457,6 +457,7 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
               trace: Trace | None = None, on_step: Callable[[TraceStep], None] | None = None,
               prepare: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
               stream: bool = False, on_text: Callable[[str], None] | None = None,
+              messages: list[dict[str, Any]] | None = None,
               **request_options: Any) -> AgentResult:
     """Run the agent loop on one question (the brakes are described at the top of the file).
 
@@ -477,11 +478,17 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
         prepare: makes what is sent each round from the full history (`vibe_agent.context`).
         stream: ask for streamed replies (with usage at the end); the result is the same.
         on_text: with `stream`, called with each piece of the model's text as it arrives.
+        messages: an earlier conversation to go on with (a terminal session): the question
+            and everything after it are appended to this very list, so even a run cut
+            short by Ctrl-C leaves its part there (`system_prompt` is used only when the
+            list is empty).
         request_options: more fields for `chat.completions.create` (e.g. max_tokens).
     """
     check_limits(max_iters, max_repeats, max_cycle, max_tool_errors, max_result_chars)
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt},
-                                      {"role": "user", "content": question}]
+    messages = [] if messages is None else messages
+    if not messages:
+        messages.append({"role": "system", "content": system_prompt})
+    messages.append({"role": "user", "content": question})
     trace = Trace() if trace is None else trace
     trace.model, request = model, request_fields(registry, model, temperature, request_options)
     if stream:  # the caller's stream_options win (some providers reject include_usage)

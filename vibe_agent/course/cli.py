@@ -274,6 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from . import bench  # `bench` lives in its own module: bench.add_parser / bench.main
     bench.add_parser(sub)
+    from . import code_command  # the terminal agent: code_command.add_parser / .main
+    code_command.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,168 @@
+"""The terminal agent end to end, in a real pseudo-terminal (pexpect), as a person uses it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from vibe_agent.coding import snapshot
+from vibe_agent.course.tasks import SUITE_DIR, load_task
+from vibe_agent.terminal import COMMANDS, Session, visible
+from vibe_agent.trace import Trace
+
+TASK = "weather_fahrenheit"
+PROMPT = "› "
+
+
+def spawn(*args: str, tmp_path: Path) -> pexpect.spawn:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
+    env |= {"XDG_STATE_HOME": str(tmp_path / "state"), "COLUMNS": "200", "TERM": "dumb"}
+    child = pexpect.spawn(sys.executable, ["-m", "vibe_agent", "code", *args], env=env,
+                          cwd=str(tmp_path), encoding="utf-8", timeout=60,
+                          dimensions=(50, 200))
+    return child
+
+
+def workspace_of(child: pexpect.spawn) -> Path:
+    child.expect(r"新的工作区：(\S+)\r?\n")
+    return Path(child.match.group(1))
+
+
+def judged_by_us(workspace: Path) -> int:
+    """Our verdict: the task's tests run on the workspace's source in a pristine copy."""
+    task = load_task(SUITE_DIR / TASK)
+    from vibe_agent.sandbox import run_in_sandbox
+
+    return run_in_sandbox(task.test_command, workspace, timeout=task.timeout_s).exit_code
+
+
+def test_a_task_fixed_in_reference_mode_with_yolo(tmp_path):
+    child = spawn("--task", TASK, "--mode", "reference", "--approve", "yolo", tmp_path=tmp_path)
+    workspace = workspace_of(child)
+    child.expect("脚本参考模型|不是 LLM")
+    child.expect_exact(PROMPT)
+    assert judged_by_us(workspace) != 0  # broken as shipped
+    child.sendline("/task")
+    child.expect(r"▸ edit_file units\.py")
+    child.expect(r"次模型调用")
+    child.expect_exact(PROMPT)
+    child.sendline("/diff")
+    child.expect_exact("+    return celsius * 9 / 5 + 32")
+    child.expect_exact(PROMPT)
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert judged_by_us(workspace) == 0
+    trajectory = Trace.from_json((workspace.parent / "trajectory.json").read_text("utf-8"))
+    assert any(step.tool == "edit_file" for step in trajectory)
+
+
+def test_ask_answered_no_to_everything_leaves_the_workspace_unchanged(tmp_path):
+    child = spawn("--task", TASK, "--mode", "reference", "--approve", "ask", tmp_path=tmp_path)
+    workspace = workspace_of(child)
+    before = snapshot(workspace)
+    child.expect_exact(PROMPT)
+    child.sendline("/task")
+    refused = 0
+    while True:
+        index = child.expect([r"允许.*?吗？\[y/N\] ", r"次模型调用"])
+        if index == 1:
+            break
+        refused += 1
+        child.sendline("n")
+    child.expect_exact(PROMPT)
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert refused >= 2  # the test command and the edit were both asked
+    assert snapshot(workspace) == before
+
+
+def test_ctrl_c_mid_turn_returns_to_the_prompt(tmp_path):
+    child = spawn("--task", TASK, "--mode", "reference", "--approve", "ask", tmp_path=tmp_path)
+    workspace_of(child)
+    child.expect_exact(PROMPT)
+    child.sendline("/task")
+    child.expect(r"允许运行吗？\[y/N\] ")  # the turn is waiting on us: interrupt it here
+    child.sendintr()
+    child.expect("已中断这一轮")
+    child.expect_exact(PROMPT)
+    child.sendline("/tokens")  # the session is alive and its history valid
+    child.expect("次模型调用")
+    child.expect_exact(PROMPT)
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_eof_at_once_exits_zero(tmp_path):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    child = spawn(str(folder), "--mode", "reference", tmp_path=tmp_path)
+    child.expect_exact(PROMPT)
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert list((tmp_path / "state" / "vibe_agent" / "sessions").glob("project-*.json"))
+
+
+@pytest.mark.parametrize("args", [
+    pytest.param(["--task", "no_such_task"], id="unknown-task"),
+    pytest.param([], id="neither-folder-nor-task"),
+    pytest.param(["/no/such/folder"], id="missing-folder"),
+    pytest.param(["--task", TASK, "--approve", "maybe"], id="unknown-approval"),
+])
+def test_bad_command_lines_are_chinese_errors_without_traceback(args, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
+    done = subprocess.run([sys.executable, "-m", "vibe_agent", "code", *args], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr + done.stdout
+    assert re.search(r"[\u4e00-\u9fff]", done.stderr)
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("python -m pytest -q\r rm -rf .", "python -m pytest -q\\r rm -rf ."),
+    ("ls\x1b[2K\x1b[1Gpython -m pytest", "ls\\x1b[2K\\x1b[1Gpython -m pytest"),
+    ("echo a\necho b", "echo a\\necho b"),
+    ("abc\u202edcba", "abc\\u202edcba"),  # a right-to-left override
+    ("修复 bug", "修复 bug"),
+])
+def test_approvals_show_control_characters_escaped(text, shown):
+    assert visible(text) == shown
+
+
+def test_interrupted_turn_leaves_a_valid_history(tmp_path):
+    from rich.console import Console
+
+    from vibe_agent.course.scripted import ScriptedModel
+
+    quiet = Console(file=open(os.devnull, "w"))  # noqa: SIM115 - lives as long as the test
+    session = Session(ScriptedModel([]).client(), "m", tmp_path, quiet)
+    session.messages = [
+        {"role": "system", "content": "s"}, {"role": "user", "content": "q"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "x", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": "y", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "done"},
+    ]
+    session.close_interrupted_turn()
+    assert [m.get("tool_call_id") for m in session.messages[3:]] == ["a", "b"]
+    session.messages.append({"role": "user", "content": "again"})
+    session.close_interrupted_turn()
+    assert session.messages[-1]["role"] == "assistant"
+
+
+def test_slash_commands_have_help():
+    assert {"/diff", "/undo", "/tokens", "/exit", "/help", "/task"} <= set(COMMANDS)
+    assert all(entry.help for entry in COMMANDS.values())

@@ -1,0 +1,112 @@
+"""`python -m vibe_agent code`: the terminal agent on a course task or on your own folder.
+
+    code --task NAME [--mode ...] [--approve ask|auto-edit|yolo]   a fresh copy of a task
+    code DIR         [--mode ...] [--approve ...]                  your own project
+
+Which model answers is always printed on screen: the scripted reference model
+(replays the task's known fix; not an LLM), the local SmolLM2, or your provider.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ..terminal import APPROVALS, Session
+from .client import make_client, resolve_mode, settings
+from .known_fix import KNOWN_FIX_LABEL, KNOWN_FIX_MODEL_NAME, known_fix_model
+from .tasks import SUITE_DIR, Task, copy_repo, load_suite
+
+CODE_MODES = ("reference", "offline", "local", "live")
+EXIT_CONFIG = 2
+
+
+def add_parser(sub: Any) -> None:
+    """Add the `code` command to the CLI's subparsers."""
+    code = sub.add_parser("code", help="在终端里打开 coding agent（课程任务或你自己的文件夹）")
+    code.add_argument("folder", nargs="?", type=Path,
+                      help="在这个文件夹里工作（你自己的项目）；和 --task 二选一")
+    code.add_argument("--task", metavar="名字",
+                      help="课程任务的名字（vibe_agent/data/tasks/ 里的文件夹名）："
+                           "复制一份新的再打开")
+    code.add_argument("--mode", choices=CODE_MODES,
+                      help="谁来回答：reference（脚本参考模型，不是 LLM）、"
+                           "offline（没有 key 时的默认，同样由脚本参考模型回答）、"
+                           "local（本机 SmolLM2）、live（你配置的在线服务）")
+    code.add_argument("--approve", choices=APPROVALS, default="ask",
+                      help="审批：ask（写文件和运行命令前都问，默认）、auto-edit（只问命令）、"
+                           "yolo（什么都不问）")
+    code.add_argument("--no-stream", action="store_true", help="不用流式输出（有的服务不支持）")
+    code.add_argument("--max-iters", type=int, default=20, help="每一轮最多调用模型几次（默认 20）")
+    code.add_argument("--trajectory", type=Path, metavar="PATH",
+                      help="运行记录保存到这里（默认：任务旁边，或 ~/.local/state/vibe_agent/）")
+    code.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Open the session; the exit status (0 after EOF or /exit, 2 for a bad command line)."""
+    console = Console(highlight=False)
+    if (args.folder is None) == (args.task is None):
+        return _usage_error("请给出一个文件夹，或者用 --task 选一个课程任务（二选一）。")
+    if args.max_iters < 1:
+        return _usage_error("--max-iters 至少是 1。")
+    task: Task | None = None
+    if args.task is not None:
+        task = _find_task(args.task)
+        if task is None:
+            tasks, _ = load_suite(SUITE_DIR)
+            names = "、".join(sorted(t.name for t in tasks))
+            return _usage_error(f"没有叫 {args.task!r} 的课程任务。可选的有：{names}")
+        home = Path(tempfile.mkdtemp(prefix="vibe-code-"))
+        root = copy_repo(task, home / "workspace")
+        trajectory = args.trajectory or home / "trajectory.json"
+        console.print(f"已把任务复制到一个新的工作区：{root}")
+    else:
+        root = args.folder.resolve()
+        if not root.is_dir():
+            return _usage_error(f"{args.folder} 不是一个文件夹。")
+        trajectory = args.trajectory or _state_dir() / "sessions" / (
+            f"{root.name}-{_digest(root)}-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    client, model, label = _client(args.mode, task)
+    session = Session(client, model, root, console, approve=args.approve, label=label,
+                      stream=not args.no_stream, max_iters=args.max_iters,
+                      trajectory=trajectory, suggested=task.prompt if task else None)
+    return session.run()
+
+
+def _client(mode: str | None, task: Task | None) -> tuple[Any, str, str]:
+    """The client, the model name and the on-screen label for `mode`."""
+    chosen = mode or resolve_mode(None, settings())
+    if chosen in ("reference", "offline", "replay"):
+        note = "离线模式：" if chosen != "reference" else ""
+        return (known_fix_model([task] if task else []).client(), KNOWN_FIX_MODEL_NAME,
+                f"（{note}{KNOWN_FIX_LABEL}）")
+    client = make_client(chosen)
+    return client, client.model, f"（{client.describe()}）"
+
+
+def _find_task(name: str) -> Task | None:
+    tasks, _ = load_suite(SUITE_DIR)
+    return next((task for task in tasks if task.name == name), None)
+
+
+def _state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    return Path(base) / "vibe_agent"
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(str(path).encode()).hexdigest()[:8]
+
+
+def _usage_error(text: str) -> int:
+    Console(stderr=True, highlight=False).print(f"命令行参数有误：{text}", markup=False)
+    return EXIT_CONFIG
+

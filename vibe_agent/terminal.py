@@ -1,0 +1,403 @@
+"""The terminal coding agent: the course's loop, tools and guards as one program.
+
+    python -m vibe_agent code --task NAME      a course task, in a fresh copy
+    python -m vibe_agent code DIR              your own project
+
+Every part comes from a lesson; this file only wires them to a prompt:
+
+    prompt line ──> run_agent (04) ── brakes (05) ── trace, saved after each turn (07)
+                        │   streamed text printed as it arrives (15)
+                        └─> coding tools in the workspace, commands in the sandbox (08)
+                            every write and command through the approval rule below
+
+One line is one request; the conversation goes on (`run_agent(messages=...)`), so
+the model sees what it did before. Ctrl-C stops the running turn only: the calls it
+left unanswered are answered with "interrupted", the history stays valid, and the
+prompt comes back. EOF (Ctrl-D) or /exit ends the session with status 0.
+
+Approval modes, like Claude Code's permission modes:
+    ask        every write (its diff shown) and every command is asked first
+    auto-edit  writes inside the workspace go ahead, commands are asked
+    yolo       nothing is asked: the sandbox is the only boundary
+
+Slash commands are a table (`COMMANDS`); `@command` adds one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import openai
+from rich.console import Console
+from rich.markup import escape
+from rich.syntax import Syntax
+
+from .coding import TOOL_NAMES, Workspace, snapshot, workspace_diff
+from .loop import StopReason, run_agent
+from .registry import ToolRegistry
+from .sandbox import Action, Policy, why_not_isolated
+from .trace import Trace, TraceStep, shorten
+
+APPROVALS = ("ask", "auto-edit", "yolo")
+MAX_SHOWN_DIFF_LINES = 80
+INTERRUPTED = "[interrupted by the user: this call was not finished]"
+SYSTEM_PROMPT = (
+    "你是一个在终端里工作的编程助手。工作区就是用户的项目。\n"
+    "- 先用 list_files、search_code、read_file 弄清楚代码，再动手。\n"
+    "- 用 edit_file 做小而准的修改（old 从文件里原样复制）；不要修改或删除测试来让它们通过。\n"
+    "- 改完用 run_command 运行测试；测试失败就如实说出来。\n"
+    "- 回答简短：说清楚改了什么、为什么。"
+)
+
+
+def visible(text: str) -> str:
+    """`text` with every control character shown escaped (\\r, \\x1b ...), so that a
+    command cannot hide what it really does behind a carriage return or an ANSI
+    sequence. Newlines and tabs are escaped too: an approval shows one honest line."""
+    out = []
+    for char in text:
+        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(char.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+@dataclass
+class Session:
+    """One terminal session: the conversation, the workspace and what was shown."""
+
+    client: openai.OpenAI
+    model: str
+    root: Path
+    console: Console
+    approve: str = "ask"
+    label: str = ""  # who answers, e.g. "脚本参考模型（不是 LLM）"
+    system_prompt: str = SYSTEM_PROMPT
+    stream: bool = True
+    max_iters: int = 20
+    trajectory: Path | None = None
+    suggested: str | None = None  # the course task's prompt, sent by /task
+    ask: Callable[[str], str] | None = None  # how a question reaches the person
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    trace: Trace = field(default_factory=Trace)
+    undo: list[dict[str, str]] = field(default_factory=list)  # a snapshot before each turn
+    registry: ToolRegistry = field(init=False)
+    mid_line: bool = field(default=False, init=False)  # streamed text without its newline yet
+
+    def __post_init__(self) -> None:
+        if self.approve not in APPROVALS:
+            raise ValueError(f"approve must be one of {APPROVALS}, not {self.approve!r}")
+        self.root = Path(self.root).resolve()
+        self.start = snapshot(self.root)
+        # The tools run in this (the main) thread, with no time limit of the registry's:
+        # an approval question is then asked where Ctrl-C can reach it, and a person
+        # thinking it over is not a tool running late. Commands keep the sandbox's own
+        # time limit, so nothing can hang.
+        workspace = Workspace(self.root, Policy(self.rule))
+        self.registry = ToolRegistry()
+        for name in TOOL_NAMES:
+            self.registry.register(getattr(workspace, name), timeout=None)
+
+    # --- approvals ----------------------------------------------------------------
+
+    def rule(self, action: Action) -> bool | str:
+        """The approval rule the tools obey (see the module docstring)."""
+        if self.approve == "yolo" or (self.approve == "auto-edit" and action.kind == "write"):
+            return True
+        self.end_line()
+        if action.kind == "write":
+            self.show_write(action)
+            question = f"允许写入 {visible(action.detail)} 吗？[y/N] "
+        else:
+            self.console.print("[bold yellow]智能体想运行命令：[/]", end="")
+            self.console.print(visible(action.detail), markup=False, highlight=False)
+            question = "允许运行吗？[y/N] "
+        try:
+            reply = self.ask(question) if self.ask else self.console.input(question, markup=False)
+        except EOFError:  # (Ctrl-C is not caught: it stops the whole turn)
+            self.console.print()
+            return "用户没有回答（输入已结束）。不要再尝试这个操作。"
+        if reply.strip().lower() in ("y", "yes", "是"):
+            return True
+        return "用户拒绝了。换一种做法，或者先问用户想怎么做。"
+
+    def show_write(self, action: Action) -> None:
+        """The diff a write would make, coloured (new content when the action carries it)."""
+        self.console.print(f"[bold yellow]智能体想写入[/] {escape(visible(action.detail))}")
+        content = getattr(action, "content", None)
+        if content is None:
+            return
+        before = {action.detail: (self.root / action.detail).read_text("utf-8", "replace")
+                  } if (self.root / action.detail).is_file() else {}
+        diff = _diff_texts(before, {action.detail: content})
+        self.print_diff(diff)
+
+    def print_diff(self, diff: str) -> None:
+        lines = diff.splitlines()
+        if len(lines) > MAX_SHOWN_DIFF_LINES:
+            hidden = len(lines) - MAX_SHOWN_DIFF_LINES
+            lines = [*lines[:MAX_SHOWN_DIFF_LINES], f"… 还有 {hidden} 行"]
+        self.console.print(Syntax("\n".join(visible_lines(lines)), "diff", theme="ansi_dark",
+                                  background_color="default"))
+
+    # --- one turn -----------------------------------------------------------------
+
+    def turn(self, line: str) -> None:
+        """Send one prompt line and run the loop until the model answers (or a brake)."""
+        self.undo.append(snapshot(self.root))
+        printed: list[str] = []
+
+        def on_text(piece: str) -> None:
+            printed.append(piece)
+            self.mid_line = not piece.endswith("\n")
+            self.console.print(piece, end="", markup=False, highlight=False, soft_wrap=True)
+
+        started = time.perf_counter()
+        try:
+            result = run_agent(self.client, line, self.registry, model=self.model,
+                               max_iters=self.max_iters, system_prompt=self.system_prompt,
+                               trace=self.trace, on_step=self.show_step, stream=self.stream,
+                               on_text=on_text, messages=self.messages)
+        except KeyboardInterrupt:
+            self.console.print()
+            self.mid_line = False
+            self.close_interrupted_turn()
+            self.console.print("[yellow]⏹ 已中断这一轮；对话记录仍然有效，可以接着说。[/]")
+            return
+        finally:
+            self.save()
+        self.end_line()
+        if not printed and result.answer:
+            self.console.print(result.answer, markup=False, highlight=False)
+        if result.stop_reason is not StopReason.ANSWERED:
+            self.console.print(f"[yellow]⏹ {escape(result.message)}[/]")
+        self.console.print(f"[dim]（{result.model_calls} 次模型调用，"
+                           f"{time.perf_counter() - started:.1f} 秒）[/]")
+
+    def end_line(self) -> None:
+        """Finish a line of streamed text before printing anything else."""
+        if self.mid_line:
+            self.console.print()
+            self.mid_line = False
+
+    def close_interrupted_turn(self) -> None:
+        """Make the history valid again after Ctrl-C: every tool call answered."""
+        answered = {m.get("tool_call_id") for m in self.messages if m.get("role") == "tool"}
+        for message in reversed(self.messages):
+            if message.get("role") == "assistant":
+                for call in message.get("tool_calls") or []:
+                    if call["id"] not in answered:
+                        self.messages.append({"role": "tool", "tool_call_id": call["id"],
+                                              "content": INTERRUPTED})
+                break
+        if self.messages and self.messages[-1].get("role") == "user":
+            self.messages.append({"role": "assistant", "content": "（这一轮被用户中断了。）"})
+        self.trace.append(TraceStep(round=0, kind="stop", decision="interrupted",
+                                    content="用户按了 Ctrl-C"))
+
+    def show_step(self, step: TraceStep) -> None:
+        """A tool step on one compact line: what it read, ran or changed."""
+        if step.kind != "tool":
+            return
+        self.end_line()  # the model's streamed words end before the step's line
+        try:
+            arguments = json.loads(step.arguments or "{}")
+        except json.JSONDecodeError:
+            arguments = {}
+        arguments = arguments if isinstance(arguments, dict) else {}
+        target = arguments.get("command") or arguments.get("path") or arguments.get("pattern")
+        mark = "[green]▸[/]" if step.decision == "ok" else "[red]✗[/]"
+        what = escape(visible(f"{step.tool or '?'} {shorten(str(target or ''), 70)}"))
+        result = visible(shorten((step.result or "").strip().splitlines()[0]
+                                 if (step.result or "").strip() else "", 70))
+        self.console.print(f"  {mark} {what} [dim]{escape(result)}[/]")
+
+    def save(self) -> None:
+        """Write the trajectory (lesson 07's viewer opens it: `Trace.from_json`)."""
+        if self.trajectory is not None:
+            self.trajectory.parent.mkdir(parents=True, exist_ok=True)
+            temp = self.trajectory.with_suffix(".partial")
+            temp.write_text(self.trace.to_json(), encoding="utf-8")
+            os.replace(temp, self.trajectory)
+
+    # --- the prompt ---------------------------------------------------------------
+
+    def banner(self) -> None:
+        isolated = why_not_isolated()
+        self.console.rule("[bold]Vibe Agent · 终端里的 coding agent[/]")
+        self.console.print(f"模型：{escape(self.model)}  {escape(self.label)}")
+        self.console.print(f"工作区：{escape(str(self.root))}")
+        self.console.print(f"审批：{self.approve}（{APPROVAL_NOTES[self.approve]}）")
+        if isolated is None:
+            self.console.print("沙箱：bubblewrap（命令只看得见工作区，没有网络，拿不到你的 key）")
+        else:
+            self.console.print(f"[bold red]⚠ 沙箱：没有隔离（{escape(isolated)}）"
+                               "——命令能读写你能读写的一切[/]")
+            if self.approve == "yolo":
+                self.console.print("[bold red]⚠ yolo + 没有隔离：模型想运行什么就运行什么，"
+                                   "直接在你的机器上。[/]")
+        if self.trajectory:
+            self.console.print(f"[dim]运行记录：{escape(str(self.trajectory))}[/]")
+        if self.suggested:
+            self.console.print(f"任务：{escape(self.suggested)}")
+            self.console.print("[dim]输入 /task 把这段任务描述发给智能体。[/]")
+        self.console.print("[dim]/help 看命令；Ctrl-C 中断一轮；Ctrl-D 或 /exit 退出。[/]")
+
+    def run(self) -> int:
+        """The read-eval loop; returns the exit status (0: ended by EOF or /exit)."""
+        self.banner()
+        while True:
+            try:
+                line = self.console.input("[bold cyan]› [/]")
+            except EOFError:
+                self.console.print()
+                break
+            except KeyboardInterrupt:
+                self.console.print()
+                continue
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith("/"):
+                name, _, rest = line.partition(" ")
+                handler = COMMANDS.get(name)
+                if handler is None:
+                    self.console.print(f"没有命令 {escape(name)}。/help 列出所有命令。")
+                elif handler.run(self, rest.strip()) is STOP:
+                    break
+                continue
+            self.turn(line)
+        self.save()
+        if self.trajectory:
+            self.console.print(f"[dim]运行记录已保存：{escape(str(self.trajectory))}[/]")
+        return 0
+
+
+APPROVAL_NOTES = {
+    "ask": "每次写文件、运行命令前都先问你",
+    "auto-edit": "工作区里的修改直接进行，运行命令前先问你",
+    "yolo": "什么都不问，沙箱是唯一的边界",
+}
+
+
+def visible_lines(lines: list[str]) -> list[str]:
+    return [visible(line) for line in lines]
+
+
+def _diff_texts(before: dict[str, str], after: dict[str, str]) -> str:
+    """A unified diff between two {path: text} maps (the same format as workspace_diff)."""
+    import difflib
+
+    parts: list[str] = []
+    for name in sorted(before.keys() | after.keys()):
+        old, new = before.get(name, ""), after.get(name, "")
+        if old != new:
+            parts += difflib.unified_diff(old.splitlines(keepends=True),
+                                          new.splitlines(keepends=True),
+                                          f"a/{name}", f"b/{name}")
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------
+# Slash commands
+# ---------------------------------------------------------------------------
+
+STOP = object()  # what a command returns to end the session
+
+
+@dataclass
+class Command:
+    name: str
+    help: str
+    run: Callable[[Session, str], object]
+
+
+COMMANDS: dict[str, Command] = {}
+
+
+def command(name: str, help: str) -> Callable[[Callable[[Session, str], object]],
+                                              Callable[[Session, str], object]]:
+    """Register `fn(session, argument)` as the slash command `name` (e.g. "/diff")."""
+    if not name.startswith("/") or " " in name:
+        raise ValueError(f"a slash command is one word starting with '/', not {name!r}")
+
+    def add(fn: Callable[[Session, str], object]) -> Callable[[Session, str], object]:
+        COMMANDS[name] = Command(name, help, fn)
+        return fn
+
+    return add
+
+
+@command("/help", "列出所有命令")
+def _help(session: Session, _: str) -> None:
+    for entry in COMMANDS.values():
+        session.console.print(f"  [bold]{entry.name}[/]  {escape(entry.help)}")
+
+
+@command("/exit", "结束会话（Ctrl-D 也可以）")
+def _exit(session: Session, _: str) -> object:
+    return STOP
+
+
+@command("/task", "把课程任务的描述发给智能体")
+def _task(session: Session, _: str) -> None:
+    if session.suggested is None:
+        session.console.print("这次会话没有课程任务：直接输入你想让它做的事。")
+    else:
+        session.console.print(f"[dim]› {escape(session.suggested)}[/]")
+        session.turn(session.suggested)
+
+
+@command("/diff", "这次会话到现在对工作区做的修改")
+def _diff(session: Session, _: str) -> None:
+    diff = workspace_diff(session.start, session.root)
+    if not diff:
+        session.console.print("工作区没有变化。")
+    else:
+        session.print_diff(diff)
+
+
+@command("/undo", "撤销上一轮对工作区的修改（回到那一轮之前的快照）")
+def _undo(session: Session, _: str) -> None:
+    if not session.undo:
+        session.console.print("还没有可以撤销的一轮。")
+        return
+    restore(session.root, session.undo.pop())
+    session.console.print("已回到上一轮之前的样子（对话记录不变：告诉智能体你撤销了）。")
+
+
+@command("/tokens", "每次模型调用的 prompt tokens（来自 API 的 usage）和合计")
+def _tokens(session: Session, _: str) -> None:
+    calls = [step for step in session.trace if step.kind == "model"]
+    reported = [step.prompt_tokens for step in calls if step.prompt_tokens is not None]
+    if not calls:
+        session.console.print("还没有调用过模型。")
+    elif not reported:
+        session.console.print(f"{len(calls)} 次模型调用，服务没有报告 usage。")
+    else:
+        total = sum((step.total_tokens or 0) for step in calls)
+        session.console.print(f"{len(calls)} 次模型调用；最近一次发送 {reported[-1]:,} 个 prompt "
+                              f"tokens；合计 {total:,} tokens。")
+
+
+def restore(root: Path, before: dict[str, str]) -> None:
+    """Put the text files of `root` back as in the snapshot `before`: changed files are
+    rewritten and files that did not exist then are removed (binary and very large
+    files are not in a snapshot, so they are left as they are)."""
+    workspace = Workspace(root, "allow-all")
+    now = snapshot(root)
+    for name in now.keys() - before.keys():
+        (root / name).unlink(missing_ok=True)
+    for name, text in before.items():
+        if now.get(name) != text:
+            target = workspace.resolve(name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8", newline="")
