@@ -50,7 +50,7 @@ from openai.types.completion_usage import CompletionUsage
 
 from . import stream as streaming
 from .registry import ToolRegistry
-from .trace import Trace, TraceStep, shorten
+from .trace import Trace, TraceStep, current_step, shorten
 
 DEFAULT_SYSTEM_PROMPT = (
     "你是一个会使用工具的助手。\n"
@@ -406,7 +406,11 @@ def run_tool(registry: ToolRegistry, step: TraceStep) -> bool:
     """Run a tool call (its step) through the registry, which never raises for the
     model's mistakes, and fill in the step; True when the tool succeeded."""
     started = time.perf_counter()
-    result = registry.call(step.tool, step.arguments)
+    token = current_step.set(step)  # a sub-agent run by the tool files its steps here
+    try:
+        result = registry.call(step.tool, step.arguments)
+    finally:
+        current_step.reset(token)
     step.result, step.decision = result.output, result.error_kind or "ok"
     step.result_type = result.output_type
     if result.exception is not None:  # the model gets text; the trace keeps the exception

@@ -30,7 +30,7 @@ import json
 import re
 import threading
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
@@ -404,6 +404,33 @@ class ToolRegistry:
 
     def __getitem__(self, name: str) -> Tool:
         return self._tools[name]
+
+    def subset(self, names: Iterable[str]) -> ToolRegistry:
+        """A new registry with only these of my tools (the same `Tool` objects), e.g.
+        the read-only tools a sub-agent gets.
+
+        Raises:
+            KeyError: a name that is not registered here.
+        """
+        chosen = ToolRegistry()
+        for name in names:
+            chosen._tools[name] = self._tools[name]
+        return chosen
+
+    @classmethod
+    def combine(cls, *registries: ToolRegistry) -> ToolRegistry:
+        """One registry with the tools of all of these (the same `Tool` objects).
+
+        Raises:
+            ToolDefinitionError: two of them have a tool of the same name.
+        """
+        combined = cls()
+        for registry in registries:
+            for name, tool in registry._tools.items():
+                if name in combined._tools:
+                    raise ToolDefinitionError(f"two registries both have a tool named {name!r}")
+                combined._tools[name] = tool
+        return combined
 
     def to_schemas(self) -> list[dict[str, Any]]:
         """All tools in the OpenAI `tools` format, ready for `chat.completions.create`."""

@@ -16,7 +16,9 @@ is read from the model steps.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 StepKind = Literal["model", "tool", "stop"]
@@ -45,6 +47,8 @@ class TraceStep:
     total_tokens: int | None = None
     finish_reason: str | None = None  # model steps: "stop", "tool_calls", "length" (cut off)
     model: str | None = None  # model steps: the model the response names (e.g. a fallback)
+    # tool steps that ran an agent of their own (a sub-agent): that agent's steps
+    children: list[TraceStep] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,16 +68,27 @@ class Trace(list[TraceStep]):
 
     @classmethod
     def from_json(cls, text: str) -> Trace:
-        names = {f.name for f in fields(TraceStep)}
-        return cls(TraceStep(**{k: v for k, v in d.items() if k in names})
-                   for d in json.loads(text))
+        return cls(_step(d) for d in json.loads(text))
 
     def render(self, width: int = 100) -> str:
-        """Readable text, one line per step (long values shortened)."""
-        return "\n".join(render_step(step, width, self.model) for step in self)
+        """Readable text, one line per step (long values shortened); a sub-agent's
+        steps indented under the step that ran it."""
+        return "\n".join(_render_tree(self, width, self.model, ""))
 
     def __str__(self) -> str:
         return self.render()
+
+
+def _step(data: dict[str, Any]) -> TraceStep:
+    names = {f.name for f in fields(TraceStep)}
+    step = TraceStep(**{k: v for k, v in data.items() if k in names and k != "children"})
+    step.children = [_step(child) for child in data.get("children") or []]
+    return step
+
+
+# The tool step running now, so that a tool which runs an agent of its own (a
+# sub-agent) can put that agent's steps under it (`TraceStep.children`).
+current_step: ContextVar[TraceStep | None] = ContextVar("current_step", default=None)
 
 
 def shorten(text: str | None, width: int) -> str:
@@ -119,3 +134,10 @@ def render_step(step: TraceStep, width: int = 100, requested: str | None = None)
         return (f"{head} {call} {mark} → {shorten(step.result, width // 2)}"
                 f"  ({step.elapsed_ms:.0f} ms)")
     return f"{head} {step.decision}: {shorten(step.content, width)}"
+
+
+def _render_tree(steps: list[TraceStep], width: int, requested: str | None,
+                 indent: str) -> Iterator[str]:
+    for step in steps:
+        yield indent + render_step(step, width, requested)
+        yield from _render_tree(step.children, width, None, indent + "    │ ")
