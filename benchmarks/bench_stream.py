@@ -1,0 +1,120 @@
+"""What does streaming cost, and what does it buy? A benchmark script (not a test).
+
+    python benchmarks/bench_stream.py
+
+(a) streaming overhead: the median time of one `run_agent` run (one tool round, then
+    an answer) with `stream=True` divided by the same run unstreamed, both on the same
+    scripted transport through the real SDK. The streamed reply arrives as server-sent
+    events cut into 8-character pieces, so the ratio is what parsing the events and
+    joining them by index costs.
+(b) the terminal agent: in a real pseudo-terminal, the time from sending a request
+    to the first character the model's answer puts on the screen, versus the time
+    to the end of the turn (reference mode: the scripted model, no waiting on a
+    real model's generation; the local SmolLM2 when installed).
+(c) start-up: `python -m vibe_agent code --help` versus `python -c "import openai"`,
+    each a fresh interpreter (median of several).
+
+Medians from one run, on a noisy machine: read the ratios, not the digits.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from vibe_agent import ToolRegistry, run_agent
+from vibe_agent.course.scripted import Reply, ScriptedModel, answer, call, calls
+
+REPS = 200
+WARM_UP = 20
+STARTS = 7
+MODEL = "bench-model"
+ANSWER = "17 × 23 = 391。这是一个足够长的回答，好让流式输出被切成好几块：" * 3
+
+
+def ping() -> str:
+    """Return "pong" (a tool that costs nothing)."""
+    return "pong"
+
+
+def script(body: dict[str, Any]) -> Reply:
+    if body["messages"][-1]["role"] == "tool":
+        return answer(ANSWER)
+    return calls(call("ping"), content="先 ping 一下。")
+
+
+def timed_run(stream: bool) -> float:
+    registry = ToolRegistry()
+    registry.register(ping)
+    client = ScriptedModel(script, name="bench").client()
+    started = time.perf_counter()
+    run_agent(client, "问题", registry, model=MODEL, stream=stream)
+    return time.perf_counter() - started
+
+
+def overhead() -> tuple[float, float]:
+    for _ in range(WARM_UP):
+        timed_run(True), timed_run(False)
+    streamed = statistics.median(timed_run(True) for _ in range(REPS))
+    plain = statistics.median(timed_run(False) for _ in range(REPS))
+    return streamed * 1e3, plain * 1e3
+
+
+def first_character(mode: str) -> tuple[float, float] | None:
+    """(ms to the first answer character, ms to the end of the turn) in a real pty."""
+    import pexpect
+
+    with tempfile.TemporaryDirectory() as state:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+        env |= {"XDG_STATE_HOME": state, "COLUMNS": "200"}
+        child = pexpect.spawn(sys.executable, ["-m", "vibe_agent", "code", "--task",
+                                               "weather_fahrenheit", "--mode", mode,
+                                               "--approve", "yolo"],
+                              env=env, encoding="utf-8", timeout=300, dimensions=(50, 200))
+        try:
+            child.expect_exact("› ")
+            sent = time.perf_counter()
+            child.sendline("/task")
+            child.expect_exact("先运行测试")  # the reference model's first words
+            first = time.perf_counter() - sent
+            child.expect("次模型调用")
+            whole = time.perf_counter() - sent
+            child.sendeof()
+            child.expect(pexpect.EOF)
+        except pexpect.ExceptionPexpect:
+            return None
+    return first * 1e3, whole * 1e3
+
+
+def start_up(argv: list[str]) -> float:
+    samples = []
+    for _ in range(STARTS):
+        started = time.perf_counter()
+        subprocess.run(argv, capture_output=True, check=True)
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples) * 1e3
+
+
+def main() -> None:
+    streamed, plain = overhead()
+    print(f"(a) one run, streamed   {streamed:8.2f} ms (median of {REPS})")
+    print(f"    one run, unstreamed {plain:8.2f} ms")
+    print(f"    ratio streamed / unstreamed: {streamed / plain:.2f}x")
+    timing = first_character("reference")
+    if timing:
+        first, whole = timing
+        print(f"(b) code, reference mode: first answer character after {first:.0f} ms, "
+              f"whole turn {whole:.0f} ms (ratio {first / whole:.2f})")
+    code = start_up([sys.executable, "-m", "vibe_agent", "code", "--help"])
+    sdk = start_up([sys.executable, "-c", "import openai"])
+    print(f"(c) start-up: code --help {code:.0f} ms, import openai {sdk:.0f} ms "
+          f"(ratio {code / sdk:.2f}x, medians of {STARTS})")
+
+
+if __name__ == "__main__":
+    main()
