@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from openai.types.chat import ChatCompletion
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from vibe_agent.course.cassette import (
     Cassette,
@@ -221,7 +221,10 @@ def test_cassette_provenance_and_sdk_types(path):
     if tape.provenance["source"] == "real-model":
         assert tape.provenance.get("quantisation")
     for item in tape.interactions:
-        if item["kind"] == "chat" and item["response"]["status"] == 200:
+        if item["kind"] == "chat" and "stream" in item["response"]:
+            for event in item["response"]["stream"]:  # a streamed reply: every chunk
+                ChatCompletionChunk.model_validate(event["chunk"], strict=True)
+        elif item["kind"] == "chat" and item["response"]["status"] == 200:
             # strict: a response missing a required field must fail here
             ChatCompletion.model_validate(item["response"]["body"], strict=True)
 

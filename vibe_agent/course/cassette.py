@@ -35,6 +35,7 @@ import re
 import sys
 import tempfile
 import threading
+import time
 import zlib
 from collections import defaultdict
 from collections.abc import Callable
@@ -49,6 +50,7 @@ import httpx2
 from ..tools import FETCH_DEADLINE_S, MAX_BYTES
 from ..world import World, http_client
 from .redact import Redactor
+from .sse import event_stream, parse_events
 
 FORMAT = 1
 SOURCES = ("scripted-reference", "real-model", "live-provider")
@@ -201,9 +203,23 @@ def _chat_problem(item: dict[str, Any]) -> str | None:
     response = item.get("response")
     if not isinstance(response, dict):
         return f".response 应该是一个对象，这里是{_kind(response)}"
+    if "stream" in response:
+        return _status_problem(response) or _stream_problem(response["stream"])
     if "body" not in response:
-        return ".response 缺少 \"body\"（响应的 JSON）"
+        return ".response 缺少 \"body\"（响应的 JSON）或 \"stream\"（流式响应的数据块）"
     return _status_problem(response)
+
+
+def _stream_problem(stream: Any) -> str | None:
+    if not isinstance(stream, list) or not stream:
+        return ".response.stream 应该是非空的数组（流式响应的每个数据块）"
+    for i, event in enumerate(stream):
+        if not isinstance(event, dict) or not isinstance(event.get("chunk"), dict) or not (
+                isinstance(event.get("t_ms"), int | float)
+                and not isinstance(event.get("t_ms"), bool)):
+            return (f".response.stream[{i}] 应该是 {{\"t_ms\": 毫秒数, \"chunk\": {{…}}}}，"
+                    f"这里是{_kind(event)}")
+    return None
 
 
 def _http_problem(item: dict[str, Any]) -> str | None:
@@ -733,6 +749,10 @@ class ReplayTransport(httpx2.BaseTransport):
             if fallback is not None and (tape is None or not tape.has_chat(body)):
                 return fallback.chat(request, tape)
             response = tape.chat_response(body)
+            if "stream" in response:  # served as server-sent events, chunk by chunk
+                chunks = [event["chunk"] for event in response["stream"]]
+                return httpx2.Response(response["status"], content=event_stream(chunks),
+                                       headers={"content-type": "text/event-stream"})
             return httpx2.Response(response["status"], json=response["body"])
         if fallback is not None and (tape is None
                                      or not tape.has_page(request.method, str(request.url))):
@@ -771,17 +791,21 @@ class RecordTransport(httpx2.BaseTransport):
     def _chat(self, request: httpx2.Request) -> httpx2.Response:
         body = _chat_body(request)
         number = sum(1 for i in self.cassette.interactions if i["kind"] == "chat") + 1
+        temperatures = self.cassette.provenance.setdefault("temperature", [])
+        if body.get("temperature", "default") not in temperatures:
+            temperatures.append(body.get("temperature", "default"))
+        started = time.perf_counter()
         try:
             response = self.upstream.handle_request(request)
+            if body.get("stream") and response.status_code == 200 and "event-stream" in (
+                    response.headers.get("content-type", "")):
+                return self._stream(body, response, started, number)
             content = response.read()
             response.close()
         except httpx2.TransportError as exc:
             self.cassette.fail(f"第 {number} 次模型调用没有得到响应（{type(exc).__name__}："
                                f"{exc}）")
             raise
-        temperatures = self.cassette.provenance.setdefault("temperature", [])
-        if body.get("temperature", "default") not in temperatures:
-            temperatures.append(body.get("temperature", "default"))
         try:
             data = json.loads(content)
         except ValueError:
@@ -794,6 +818,35 @@ class RecordTransport(httpx2.BaseTransport):
                                "response": {"status": response.status_code, "body": data}})
         return httpx2.Response(response.status_code, content=content,
                                headers=_safe_headers(response.headers))
+
+    def _stream(self, body: dict[str, Any], response: httpx2.Response, started: float,
+                number: int) -> httpx2.Response:
+        """Record a streamed reply as its chunks, each with the milliseconds after the
+        request at which it arrived (real timings: lesson 15 shows time to first token)."""
+        raw, events, pending = bytearray(), [], b""
+
+        def add(text: bytes) -> None:
+            at = round((time.perf_counter() - started) * 1000, 1)
+            events.extend({"t_ms": at, "chunk": chunk} for chunk in parse_events(text))
+
+        try:
+            for piece in response.stream:
+                raw += piece
+                pending += piece.replace(b"\r\n", b"\n")
+                *complete, pending = pending.split(b"\n\n")
+                add(b"\n\n".join(complete) + b"\n\n")
+            add(pending)
+        except ValueError:
+            self.cassette.fail(f"第 {number} 次模型调用的流式响应里有不是 JSON 的数据块")
+        finally:
+            response.close()
+        if events:
+            self.cassette.add({"kind": "chat", "request": normalise(body),
+                               "response": {"status": 200, "stream": events}})
+        else:
+            self.cassette.fail(f"第 {number} 次模型调用的流式响应里一个数据块也没有")
+        return httpx2.Response(200, content=bytes(raw),
+                               headers={"content-type": "text/event-stream"})
 
     def _page(self, request: httpx2.Request) -> httpx2.Response:
         key = {"method": request.method, "url": str(request.url)}
