@@ -16,6 +16,7 @@ would from a real provider.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from collections.abc import Callable
@@ -138,6 +139,11 @@ def make_registry(hang_seconds: float = 5.0) -> ToolRegistry:
         """Return 10 MB of text."""
         return "x" * 10_000_000
 
+    @registry.tool
+    def not_utf8_name() -> str:
+        """Echo a file name that is not UTF-8, the way Python decodes it (a lone surrogate)."""
+        return os.fsdecode(b"data\xff.csv")
+
     @registry.tool(timeout=0.2)
     def hangs(n: int = 0) -> str:
         """Block far longer than the time limit.
@@ -217,6 +223,18 @@ FAULTS = [
           "has no tool name"),
     Fault("empty-name", then_answer(asks(tool_call(name=""))), StopReason.ANSWERED,
           "has no tool name"),
+    Fault("name-with-a-dot", then_answer(asks(tool_call(name="functions.ping"))),
+          StopReason.ANSWERED, "unknown tool 'functions.ping'"),
+    Fault("chinese-name", then_answer(asks(tool_call(name="计算器"))), StopReason.ANSWERED,
+          "unknown tool '计算器'"),
+    # text a provider cannot take back: lone surrogates from a tool or from the provider
+    Fault("surrogate-in-result", then_answer(asks(tool_call("not_utf8_name"))),
+          StopReason.ANSWERED, "data\ufffd.csv"),
+    Fault("surrogate-in-content", then_answer(raw(json.dumps(completion(  # "\\udcff" in JSON
+        {"role": "assistant", "content": "look at \udcff", "tool_calls": [tool_call()]})))),
+          StopReason.ANSWERED, "pong"),
+    Fault("surrogate-in-arguments", then_answer(asks(tool_call(
+        arguments='{"text": "\\udcff"}'))), StopReason.ANSWERED, "pong \ufffd"),
     Fault("null-arguments", then_answer(asks(tool_call(arguments=None))), StopReason.ANSWERED,
           "pong"),
     Fault("empty-arguments", then_answer(asks(tool_call(arguments=""))), StopReason.ANSWERED,
@@ -279,16 +297,22 @@ FAULTS = [
 ]
 
 
+VALID_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # what OpenAI accepts as a function name
+
+
 def check_history(messages: list[dict[str, Any]]) -> None:
-    """Every tool_call id is answered exactly once, right after its assistant message."""
+    """Every tool_call id is answered exactly once, right after its assistant message;
+    every name is one a provider accepts, and the whole history encodes as UTF-8."""
     for i, message in enumerate(messages):
         ids = [call["id"] for call in message.get("tool_calls") or []]
+        names = [call["function"]["name"] for call in message.get("tool_calls") or []]
+        assert all(VALID_NAME.fullmatch(name) for name in names), f"messages[{i}]: {names}"
         answered = [m.get("tool_call_id") for m in messages[i + 1: i + 1 + len(ids)]]
         assert answered == ids, f"messages[{i}]: calls {ids} answered by {answered}"
         assert all(isinstance(call_id, str) and call_id for call_id in ids)
     requested = [c["id"] for m in messages for c in m.get("tool_calls") or []]
     assert [m["tool_call_id"] for m in messages if m["role"] == "tool"] == requested
-    json.dumps(messages)  # the history stays plain JSON
+    json.dumps(messages, ensure_ascii=False).encode("utf-8")  # plain JSON, sendable as UTF-8
 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=[fault.id for fault in FAULTS])

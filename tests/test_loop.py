@@ -430,8 +430,79 @@ def test_a_cycle_inside_parallel_calls_is_caught_and_every_call_answered():
     result = run(model)
     assert result.stop_reason is StopReason.CYCLE and len(model.requests) == 2
     decisions = [s.decision for s in result.trace if s.kind == "tool"]
-    assert decisions == ["ok", "ok", "ok", "cycle", "ok"]  # the deferred stop: all answered
+    assert decisions == ["ok", "ok", "ok", "cycle", "not_run"]  # all answered, none run after
     assert [m["role"] for m in result.messages][-3:] == ["tool"] * 3
+    assert result.messages[-1]["content"] == "Error: not run, the loop stopped (cycle)."
+
+
+def counting_registry(runs: list[str]) -> ToolRegistry:
+    """`work` records every real run in `runs`; `fail` always fails."""
+    registry = ToolRegistry()
+
+    @registry.tool
+    def work(n: int) -> str:
+        """Do some work.
+
+        Args:
+            n: which piece.
+        """
+        runs.append(f"work {n}")
+        return f"did {n}"
+
+    @registry.tool
+    def fail(n: int) -> str:
+        """Always fail.
+
+        Args:
+            n: which piece.
+        """
+        runs.append(f"fail {n}")
+        raise RuntimeError("no")
+
+    return registry
+
+
+W = [call("work", {"n": i}) for i in range(4)]
+F = [call("fail", {"n": i}) for i in range(4)]
+
+# (first reply, second reply, settings, stop reason, runs, decisions of round 2's calls)
+BRAKE_MID_REPLY = [
+    (calls(W[0], W[1]), calls(W[0], W[1], W[2], W[3]), {"max_repeats": 0}, StopReason.CYCLE,
+     ["work 0", "work 1", "work 0"], ["ok", "cycle", "not_run", "not_run"]),
+    (calls(W[0]), calls(W[0], W[1], W[2]), {"max_repeats": 2}, StopReason.REPEATED_CALL,
+     ["work 0"], ["repeated_call", "not_run", "not_run"]),
+    (calls(F[0]), calls(F[1], W[1], W[2]), {"max_tool_errors": 2}, StopReason.TOOL_ERRORS,
+     ["fail 0", "fail 1"], ["tool_raised", "not_run", "not_run"]),
+]
+
+
+@pytest.mark.parametrize(("first", "second", "options", "reason", "runs", "decisions"),
+                         BRAKE_MID_REPLY, ids=["cycle", "repeat", "tool-errors"])
+def test_after_a_brake_trips_no_later_call_of_the_reply_runs(first, second, options, reason,
+                                                             runs, decisions):
+    made: list[str] = []
+    model = ScriptedModel([first, second])
+    result = run_agent(model.client(), "work", counting_registry(made), model=MODEL, **options)
+    assert result.stop_reason is reason
+    assert made == runs  # lesson 05, exercise 5.3: the rest is answered, not run
+    steps = [s for s in result.trace if s.kind == "tool" and s.round == 2]
+    assert [s.decision for s in steps] == decisions
+    not_run = [m["content"] for m, decision in zip(result.messages[-len(decisions):],
+                                                   decisions, strict=True)
+               if decision == "not_run"]
+    assert not_run == [f"Error: not run, the loop stopped ({reason.value})."] * 2
+
+
+def test_a_write_after_a_brake_never_reaches_the_workspace(tmp_path):
+    from vibe_agent.coding import coding_registry
+
+    registry = coding_registry(tmp_path, policy="allow-all")
+    look = call("read_file", {"path": "missing.txt"})
+    write = call("write_file", {"path": "after_the_brake.txt", "content": "x"})
+    model = ScriptedModel([calls(look), calls(look, write)])
+    result = run_agent(model.client(), "go", registry, model=MODEL, max_repeats=2)
+    assert result.stop_reason is StopReason.REPEATED_CALL
+    assert not (tmp_path / "after_the_brake.txt").exists()
 
 
 @pytest.mark.parametrize(("max_repeats", "requests", "said"), [

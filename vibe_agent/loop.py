@@ -8,7 +8,9 @@
         if reply has no tool_calls:
             return its content                       <- the ONLY normal exit
         for each tool_call:
-            if it repeats a call or closes a cycle:  <- brakes: repeated call, cycle
+            if a brake tripped earlier in this reply:
+                result = "not run" (an error text)
+            elif it repeats a call or closes a cycle: <- brakes: repeated call, cycle
                 result = an error text (not run)
             else:
                 result = registry.call(name, arguments)
@@ -20,9 +22,14 @@
 The whole `messages` list is sent again every round: the model keeps no session.
 Each brake is a named `StopReason` with its own limit; a limit of 0 switches the
 repeat, cycle and tool-error brakes off, while `max_iters` can never be switched
-off. A brake that trips only marks the run to stop (the local `stop`): every call
-of the reply is answered first, so the history stays valid. Then the `Stop`
-exception is raised and caught in exactly one place.
+off. A brake that trips only marks the run to stop (the local `stop`): no later call
+of that reply runs, but every call is answered first ("not run"), so the history
+stays valid. Then the `Stop` exception is raised and caught in exactly one place.
+
+What goes into `messages` is text a provider accepts: a lone surrogate (a file name
+that is not UTF-8, echoed back by a tool) becomes U+FFFD, and a tool name the
+provider would reject (empty, null, "a b") is sent back in a valid spelling
+(`history_name`); the trace keeps the name the model really sent.
 
 The brakes have the names lesson 05 teaches: `is_repeat(previous_calls, name,
 arguments, limit)` and `ToolErrorBrake(limit).record(ok)`. `find_cycle` adds the
@@ -32,6 +39,7 @@ ping-pong between two or three calls (A, B, A, B), which is spinning too.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -231,24 +239,56 @@ def spinning(made: list[tuple[str, str]], step: TraceStep, max_repeats: int,
 # ---------------------------------------------------------------------------
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # what OpenAI accepts as a function name
+NO_NAME = "unnamed_tool"  # sent back for a call that came without a name
+
+
+def clean_text(text: str) -> str:
+    """Text that can be sent as UTF-8: every lone surrogate becomes U+FFFD.
+
+    A tool may return one (a file name that is not UTF-8, as Python decodes it), and
+    so may a provider's JSON ("\\udcff"); sent back as it is, the next request
+    cannot even be encoded.
+    """
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def history_name(name: str | None) -> str:
+    """A tool name as the history may carry it: ^[a-zA-Z0-9_-]{1,64}$.
+
+    Providers reject a request whose history holds another name, so an empty or
+    null name becomes NO_NAME, other characters become "_". The call itself is still
+    answered (with the registry's error text for the name the model really sent).
+    """
+    if not name:
+        return NO_NAME
+    if _TOOL_NAME.fullmatch(name):
+        return name
+    return re.sub(r"[^a-zA-Z0-9_-]", "_", name)[:64]
+
+
 def assistant_message(message: ChatCompletionMessage) -> dict[str, Any]:
-    """The assistant's reply as a dict for `messages`, with its tool_calls verbatim
-    (a missing name or arguments is sent back as "" and "{}", never as null)."""
-    entry: dict[str, Any] = {"role": "assistant", "content": message.content}
+    """The assistant's reply as a dict for `messages`, with its tool_calls as sent,
+    except that a name becomes a valid one (`history_name`), missing arguments become
+    "{}", and lone surrogates become U+FFFD (`clean_text`)."""
+    content = message.content
+    entry: dict[str, Any] = {"role": "assistant",
+                             "content": content if content is None else clean_text(content)}
     if message.tool_calls:
         entry["tool_calls"] = [
             {
-                "id": call.id,
+                "id": clean_text(call.id),
                 "type": "function",
-                "function": {"name": call.function.name or "",
-                             "arguments": call.function.arguments or "{}"},
+                "function": {"name": history_name(clean_text(call.function.name or "")),
+                             "arguments": clean_text(call.function.arguments or "{}")},
             }
             for call in message.tool_calls
         ]
     # Reasoning models (e.g. DeepSeek's) want their reasoning passed back unchanged.
     reasoning = (message.model_extra or {}).get("reasoning_content")
     if reasoning and isinstance(reasoning, str):
-        entry["reasoning_content"] = reasoning
+        entry["reasoning_content"] = clean_text(reasoning)
     return entry
 
 
@@ -411,7 +451,7 @@ def run_tool(registry: ToolRegistry, step: TraceStep) -> bool:
         result = registry.call(step.tool, step.arguments)
     finally:
         current_step.reset(token)
-    step.result, step.decision = result.output, result.error_kind or "ok"
+    step.result, step.decision = clean_text(result.output), result.error_kind or "ok"
     step.result_type = result.output_type
     if result.exception is not None:  # the model gets text; the trace keeps the exception
         step.error = f"{type(result.exception).__name__}: {result.exception}"
@@ -492,7 +532,7 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
     messages = [] if messages is None else messages
     if not messages:
         messages.append({"role": "system", "content": system_prompt})
-    messages.append({"role": "user", "content": question})
+    messages.append({"role": "user", "content": clean_text(question)})
     trace = Trace() if trace is None else trace
     trace.model, request = model, request_fields(registry, model, temperature, request_options)
     if stream:  # the caller's stream_options win (some providers reject include_usage)
@@ -518,17 +558,21 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
             messages.append(assistant_message(reply))
             if not reply.tool_calls:
                 return finish(StopReason.ANSWERED, "模型给出了最终回答。", reply.content or "")
-            # 3. answer every call by its id; a brake that trips only marks the run to stop
+            # 3. answer every call by its id; once a brake trips, no later call runs
             stop: Stop | None = None
             for call in reply.tool_calls:
                 step = TraceStep(round=round_no, kind="tool", decision="ok", tool_call_id=call.id,
                                  tool=call.function.name, arguments=call.function.arguments)
-                brake = spinning(made, step, max_repeats, max_cycle)  # refused: not run
-                if not brake and errors.record(run_tool(registry, step)):
-                    brake = Stop(StopReason.TOOL_ERRORS, f"工具连续失败 {errors.failures_in_a_row}"
-                                 f" 次（最后一次是 {shorten(step.tool, 60)}），已停止。")
-                stop = stop or brake
-                messages.append({"role": "tool", "tool_call_id": call.id,
+                if stop:  # a brake tripped earlier in this reply: answered, not run
+                    step.decision = "not_run"
+                    step.result = f"Error: not run, the loop stopped ({stop.reason.value})."
+                else:
+                    stop = spinning(made, step, max_repeats, max_cycle)  # refused: not run
+                    if not stop and errors.record(run_tool(registry, step)):
+                        stop = Stop(StopReason.TOOL_ERRORS, "工具连续失败 "
+                                    f"{errors.failures_in_a_row} 次（最后一次是 "
+                                    f"{shorten(step.tool, 60)}），已停止。")
+                messages.append({"role": "tool", "tool_call_id": clean_text(call.id),
                                  "content": capped(step.result or "", max_result_chars)})
                 record(step)
             if stop:  # 4. every call is answered: now a brake may end the run
