@@ -38,10 +38,12 @@ ping-pong between two or three calls (A, B, A, B), which is spinning too.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -462,6 +464,18 @@ def run_tool(registry: ToolRegistry, step: TraceStep) -> bool:
     return result.ok
 
 
+def run_tools(registry: ToolRegistry, steps: list[TraceStep], workers: int) -> list[bool]:
+    """Run the steps' calls, up to `workers` at the same time; whether each succeeded,
+    in the steps' order (never in the order they finished). No thread outlives this."""
+    if workers == 1 or len(steps) < 2:
+        return [run_tool(registry, step) for step in steps]
+    with ThreadPoolExecutor(max_workers=min(workers, len(steps)),
+                            thread_name_prefix="tool-call") as pool:
+        running = [pool.submit(contextvars.copy_context().run, run_tool, registry, step)
+                   for step in steps]
+        return [future.result() for future in running]
+
+
 def capped(text: str, limit: int) -> str:
     """At most `limit` characters of a tool result, with a note of what was cut (0: no cap)."""
     if not limit or len(text) <= limit:
@@ -501,7 +515,7 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
               trace: Trace | None = None, on_step: Callable[[TraceStep], None] | None = None,
               prepare: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
               stream: bool = False, on_text: Callable[[str], None] | None = None,
-              messages: list[dict[str, Any]] | None = None,
+              messages: list[dict[str, Any]] | None = None, tool_workers: int = 1,
               **request_options: Any) -> AgentResult:
     """Run the agent loop on one question (the brakes are described at the top of the file).
 
@@ -526,8 +540,14 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
             and everything after it are appended to this very list, so even a run cut
             short by Ctrl-C leaves its part there (`system_prompt` is used only when the
             list is empty).
+        tool_workers: run up to this many calls of one reply at the same time (1: one
+            after another). The spinning brakes decide on every call, in the reply's
+            order, before any runs; the tool-error brake counts the results in that order
+            once they are all in, so it stops the run after them, not between them.
         request_options: more fields for `chat.completions.create` (e.g. max_tokens).
     """
+    if tool_workers < 1:
+        raise ValueError(f"tool_workers={tool_workers}: at least 1 (1 runs calls one by one)")
     check_limits(max_iters, max_repeats, max_cycle, max_tool_errors, max_result_chars)
     messages = [] if messages is None else messages
     if not messages:
@@ -560,21 +580,27 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
                 return finish(StopReason.ANSWERED, "模型给出了最终回答。", reply.content or "")
             # 3. answer every call by its id; once a brake trips, no later call runs
             stop: Stop | None = None
-            for call in reply.tool_calls:
-                step = TraceStep(round=round_no, kind="tool", decision="ok", tool_call_id=call.id,
-                                 tool=call.function.name, arguments=call.function.arguments)
-                if stop:  # a brake tripped earlier in this reply: answered, not run
-                    step.decision = "not_run"
-                    step.result = f"Error: not run, the loop stopped ({stop.reason.value})."
-                else:
-                    stop = spinning(made, step, max_repeats, max_cycle)  # refused: not run
-                    if not stop and errors.record(run_tool(registry, step)):
+            steps = [TraceStep(round=round_no, kind="tool", decision="ok", tool_call_id=call.id,
+                               tool=call.function.name, arguments=call.function.arguments)
+                     for call in reply.tool_calls]
+            for batch in [[step] for step in steps] if tool_workers == 1 else [steps]:
+                todo: list[TraceStep] = []
+                for step in batch:  # the spinning brakes look at earlier calls only
+                    if stop:  # a brake tripped earlier in this reply: answered, not run
+                        step.decision = "not_run"
+                        step.result = f"Error: not run, the loop stopped ({stop.reason.value})."
+                    else:
+                        stop = spinning(made, step, max_repeats, max_cycle)  # refused: not run
+                        todo += [] if stop else [step]
+                for step, ok in zip(todo, run_tools(registry, todo, tool_workers), strict=True):
+                    if errors.record(ok) and not stop:
                         stop = Stop(StopReason.TOOL_ERRORS, "工具连续失败 "
                                     f"{errors.failures_in_a_row} 次（最后一次是 "
                                     f"{shorten(step.tool, 60)}），已停止。")
-                messages.append({"role": "tool", "tool_call_id": clean_text(call.id),
-                                 "content": capped(step.result or "", max_result_chars)})
-                record(step)
+                for step in batch:  # in the reply's order, each paired with its own id
+                    messages.append({"role": "tool", "tool_call_id": clean_text(step.tool_call_id),
+                                     "content": capped(step.result or "", max_result_chars)})
+                    record(step)
             if stop:  # 4. every call is answered: now a brake may end the run
                 raise stop
         raise Stop(StopReason.MAX_ITERS, f"已达到最大轮次 {max_iters}，模型仍在调用工具。")
