@@ -29,7 +29,7 @@ import json
 import os
 import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,6 +86,7 @@ class Session:
     trajectory: Path | None = None
     suggested: str | None = None  # the course task's prompt, sent by /task
     ask: Callable[[str], str] | None = None  # how a question reaches the person
+    tools: ToolRegistry | None = None  # more tools beside the six coding tools
     messages: list[dict[str, Any]] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
     undo: list[dict[str, str]] = field(default_factory=list)  # a snapshot before each turn
@@ -102,9 +103,10 @@ class Session:
         # thinking it over is not a tool running late. Commands keep the sandbox's own
         # time limit, so nothing can hang.
         workspace = Workspace(self.root, Policy(self.rule))
-        self.registry = ToolRegistry()
+        coding = ToolRegistry()
         for name in TOOL_NAMES:
-            self.registry.register(getattr(workspace, name), timeout=None)
+            coding.register(getattr(workspace, name), timeout=None)
+        self.registry = ToolRegistry.combine(coding, self.tools or ToolRegistry())
 
     # --- approvals ----------------------------------------------------------------
 
@@ -251,34 +253,52 @@ class Session:
             self.console.print("[dim]输入 /task 把这段任务描述发给智能体。[/]")
         self.console.print("[dim]/help 看命令；Ctrl-C 中断一轮；Ctrl-D 或 /exit 退出。[/]")
 
-    def run(self) -> int:
-        """The read-eval loop; returns the exit status (0: ended by EOF or /exit)."""
+    def run(self, lines: Iterable[str] | None = None) -> int:
+        """The read-eval loop; returns the exit status (0: ended by EOF or /exit).
+
+        Args:
+            lines: the prompt lines to play instead of reading the terminal (a notebook,
+                a test); each is shown after the prompt as if typed.
+        """
         self.banner()
+        played = iter(lines) if lines is not None else None
         while True:
             try:
-                line = self.console.input("[bold cyan]› [/]")
+                line = self.read_line(played)
             except EOFError:
                 self.console.print()
                 break
             except KeyboardInterrupt:
                 self.console.print()
                 continue
-            line = line.strip()
-            if not line:
-                continue
-            if line.startswith("/"):
-                name, _, rest = line.partition(" ")
-                handler = COMMANDS.get(name)
-                if handler is None:
-                    self.console.print(f"没有命令 {escape(name)}。/help 列出所有命令。")
-                elif handler.run(self, rest.strip()) is STOP:
-                    break
-                continue
-            self.turn(line)
+            if line.strip() and self.handle(line.strip()) is STOP:
+                break
         self.save()
         if self.trajectory:
             self.console.print(f"[dim]运行记录已保存：{escape(str(self.trajectory))}[/]")
         return 0
+
+
+    def read_line(self, played: Iterator[str] | None) -> str:
+        """The next prompt line, typed or played (EOFError when there is none)."""
+        if played is None:
+            return self.console.input("[bold cyan]› [/]")
+        line = next(played, None)
+        if line is None:
+            raise EOFError
+        self.console.print(f"[bold cyan]› [/]{escape(line)}")
+        return line
+
+    def handle(self, line: str) -> object:
+        """One prompt line: a slash command, or a request for the model."""
+        if not line.startswith("/"):
+            return self.turn(line)
+        name, _, rest = line.partition(" ")
+        handler = COMMANDS.get(name)
+        if handler is None:
+            self.console.print(f"没有命令 {escape(name)}。/help 列出所有命令。")
+            return None
+        return handler.run(self, rest.strip())
 
 
 APPROVAL_NOTES = {
