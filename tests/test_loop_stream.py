@@ -28,8 +28,8 @@ SCRIPTS = {
 }
 
 
-def run(script, *, stream: bool, **options):
-    model = ScriptedModel(script, name="stream-test")
+def run(script, *, stream: bool, interleave: bool = False, **options):
+    model = ScriptedModel(script, name="stream-test", interleave_calls=interleave)
     result = run_agent(model.client(), "问题", make_registry(), model=MODEL, stream=stream,
                        **options)
     model.assert_consumed()
@@ -40,10 +40,11 @@ def steps(result):
     return [dataclasses.replace(step, elapsed_ms=None) for step in result.trace]
 
 
+@pytest.mark.parametrize("interleave", [False, True], ids=["calls-in-turn", "interleaved"])
 @pytest.mark.parametrize("name", SCRIPTS)
-def test_streamed_run_equals_the_plain_run(name):
+def test_streamed_run_equals_the_plain_run(name, interleave):
     plain, _ = run(SCRIPTS[name], stream=False)
-    streamed, model = run(SCRIPTS[name], stream=True)
+    streamed, model = run(SCRIPTS[name], stream=True, interleave=interleave)
     assert (streamed.answer, streamed.stop_reason, streamed.message) == (
         plain.answer, plain.stop_reason, plain.message)
     assert streamed.messages == plain.messages

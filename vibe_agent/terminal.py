@@ -87,6 +87,7 @@ class Session:
     suggested: str | None = None  # the course task's prompt, sent by /task
     ask: Callable[[str], str] | None = None  # how a question reaches the person
     tools: ToolRegistry | None = None  # more tools beside the six coding tools
+    timings: bool = True  # show seconds per turn (off: output that is the same every run)
     messages: list[dict[str, Any]] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
     undo: list[dict[str, str]] = field(default_factory=list)  # a snapshot before each turn
@@ -181,8 +182,8 @@ class Session:
             self.console.print(result.answer, markup=False, highlight=False)
         if result.stop_reason is not StopReason.ANSWERED:
             self.console.print(f"[yellow]⏹ {escape(result.message)}[/]")
-        self.console.print(f"[dim]（{result.model_calls} 次模型调用，"
-                           f"{time.perf_counter() - started:.1f} 秒）[/]")
+        seconds = f"，{time.perf_counter() - started:.1f} 秒" if self.timings else ""
+        self.console.print(f"[dim]（{result.model_calls} 次模型调用{seconds}）[/]")
 
     def end_line(self) -> None:
         """Finish a line of streamed text before printing anything else."""

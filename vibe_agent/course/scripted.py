@@ -126,11 +126,15 @@ class ScriptedModel(httpx2.BaseTransport):
         check_history: answer a history that breaks the tool_calls rules with HTTP 400,
             as OpenAI does (the default); False passes it to the script unchecked, as
             servers that accept such a history do (llama.cpp does).
+        interleave_calls: a streamed reply sends its tool calls' deltas taking turns
+            (`sse.chunks_of`); the default sends one call after the other.
     """
 
     def __init__(self, script: Sequence[Reply] | Policy, *, name: str = "scripted",
-                 max_requests: int | None = None, check_history: bool = True) -> None:
+                 max_requests: int | None = None, check_history: bool = True,
+                 interleave_calls: bool = False) -> None:
         self.name = name
+        self.interleave_calls = interleave_calls
         self.max_requests = max_requests
         self.check_history = check_history
         self._policy = script if callable(script) else None
@@ -175,7 +179,8 @@ class ScriptedModel(httpx2.BaseTransport):
             return httpx2.Response(reply.status, json=reply.raw)
         completion = self.completion(body["model"], reply)
         if body.get("stream") and reply.status == 200:  # served as a provider streams it
-            chunks = chunks_of(completion, include_usage=wants_usage(body))
+            chunks = chunks_of(completion, include_usage=wants_usage(body),
+                               interleave=self.interleave_calls)
             return httpx2.Response(200, content=event_stream(chunks),
                                    headers={"content-type": "text/event-stream"})
         return httpx2.Response(reply.status, json=completion)

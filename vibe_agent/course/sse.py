@@ -27,8 +27,17 @@ def wants_usage(request: dict[str, Any]) -> bool:
     return isinstance(options, dict) and options.get("include_usage") is True
 
 
-def chunks_of(completion: dict[str, Any], *, include_usage: bool) -> list[dict[str, Any]]:
-    """The chunks a provider streams for this ChatCompletion body."""
+def chunks_of(completion: dict[str, Any], *, include_usage: bool,
+              interleave: bool = False) -> list[dict[str, Any]]:
+    """The chunks a provider streams for this ChatCompletion body.
+
+    Args:
+        completion: the whole reply.
+        include_usage: end with a chunk that carries only `usage`.
+        interleave: send the tool calls' deltas taking turns (call 0, call 1, call 0 ...)
+            instead of one call after the other. Every delta still names its call by
+            `index`, so the protocol allows it; only joining by index gets it right.
+    """
     head = {key: completion.get(key) for key in ("id", "created", "model")}
     head["object"] = "chat.completion.chunk"
 
@@ -40,13 +49,20 @@ def chunks_of(completion: dict[str, Any], *, include_usage: bool) -> list[dict[s
     message = choice.get("message") or {}
     chunks = [chunk({"role": "assistant", "content": "", "refusal": None})]
     chunks += [chunk({"content": piece}) for piece in _pieces(message.get("content") or "")]
+    per_call = []
     for index, call in enumerate(message.get("tool_calls") or []):
         function = call.get("function") or {}
-        chunks.append(chunk({"tool_calls": [{
+        first = chunk({"tool_calls": [{
             "index": index, "id": call.get("id"), "type": "function",
-            "function": {"name": function.get("name"), "arguments": ""}}]}))
-        chunks += [chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-                   for piece in _pieces(function.get("arguments") or "")]
+            "function": {"name": function.get("name"), "arguments": ""}}]})
+        per_call.append([first] + [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in _pieces(function.get("arguments") or "")])
+    if interleave:  # round robin: one delta of each call in turn
+        longest = max((len(deltas) for deltas in per_call), default=0)
+        chunks += [deltas[i] for i in range(longest) for deltas in per_call if i < len(deltas)]
+    else:
+        chunks += [delta for deltas in per_call for delta in deltas]
     chunks.append(chunk({}, choice.get("finish_reason")))
     if include_usage:
         chunks.append(head | {"choices": [], "usage": completion.get("usage")})
