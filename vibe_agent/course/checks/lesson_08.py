@@ -410,6 +410,8 @@ def _policy_problem(got: Any, allowed: bool) -> Problem:
 def check_my_policy(fn: Callable[[Action], Any]) -> Verdict:
     """Exercise 8.3: allow python -m pytest, ls and writes; refuse the rest and shell syntax."""
     report = Report("练习 8.3：my_policy —— 只允许 python -m pytest 和 ls")
+    if report.borrows(fn):
+        return report.verdict()
     for name, action, allowed, hint in _policy_cases(random.Random()):
         with report.case(name):
             got = attempt(fn, action).get(hint)

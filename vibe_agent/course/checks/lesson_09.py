@@ -154,6 +154,8 @@ def _judge_problem(got: Any, case: JudgeCase, seconds: float) -> str | None:
 def check_judge_by_tests(fn: Callable[..., Any]) -> Verdict:
     """Exercise 9.1: decide by the test command's exit code in the sandbox, nothing else."""
     report = Report("练习 9.1：judge_by_tests —— 修好没有，由测试说了算")
+    if report.borrows(fn):
+        return report.verdict()
     with tempfile.TemporaryDirectory(prefix="vibe-judge-") as folder:
         for number, case in enumerate(JUDGE_CASES, 1):
             with report.case(case.name):
@@ -235,6 +237,8 @@ def _diff_problem(got: Any, expected: list[str]) -> str | None:
 def check_changed_files(fn: Callable[[str], Any]) -> Verdict:
     """Exercise 9.2: the paths a unified diff changes, in order, each once."""
     report = Report("练习 9.2：changed_files —— agent 改了哪些文件")
+    if report.borrows(fn):
+        return report.verdict()
     with tempfile.TemporaryDirectory(prefix="vibe-diff-") as folder:
         for number, case in enumerate(DIFF_CASES, 1):
             with report.case(case.name):

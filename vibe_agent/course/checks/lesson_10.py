@@ -153,6 +153,8 @@ def _load_hint(error: TaskError) -> str:
 def check_my_task(fn: Callable[[Path], Any]) -> Verdict:
     """Exercise 10.1: the learner's task fails as shipped, passes with its fix, every time."""
     report = Report("练习 10.1：write_my_task —— 自己出一道修 bug 的题")
+    if report.borrows(fn):
+        return report.verdict()
     with tempfile.TemporaryDirectory(prefix="vibe-my-task-") as temp:
         folder = Path(temp) / "my_task"
         folder.mkdir()
