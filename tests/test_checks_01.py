@@ -176,7 +176,7 @@ def parse_returns_raw_json(text):
         pytest.param(parse_key_error, "却抛出了 KeyError", id="key-error"),
         pytest.param(parse_no_default_arguments, "当作没有参数", id="arguments-required"),
         pytest.param(parse_returns_raw_json, "调用要带上 \"arguments\"", id="raw-json"),
-        pytest.param(parse_regex, "应该返回 dict，得到 Action", id="package-action"),
+        pytest.param(parse_regex, "你的函数用了包里现成的 parse_regex", id="package-action"),
         pytest.param(parse_line_by_line, "逐行 json.loads 每一行都读不出来",
                      id="line-by-line-multi-line-json"),
         pytest.param(parse_line_by_line, "对这一行 json.loads 也会失败",

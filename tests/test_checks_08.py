@@ -17,11 +17,14 @@ import pytest
 from vibe_agent import coding
 from vibe_agent.coding import Workspace, WorkspaceError
 from vibe_agent.course.checks.lesson_08 import (
+    META_CASES,
     check_inside_workspace,
     check_my_policy,
     check_replace_once,
 )
 from vibe_agent.sandbox import DEFAULT_POLICY, Action, Policy
+
+REPLACE_CASES, PATH_CASES, POLICY_CASES = 9, 22, 23
 
 
 def run_check(check, fn, capsys) -> tuple[bool, str]:
@@ -158,9 +161,39 @@ def replace_through_the_registry(text, old, new):
         return done if done.startswith("Error") else (Path(folder) / "f.txt").read_text()
 
 
+def replace_lists_every_line(text, old, new):
+    """Names every line of the file: the right line numbers are in there somewhere."""
+    count = text.count(old)
+    if count == 0:
+        return "Error: 没有找到 old"
+    if count > 1:
+        every = "、".join(str(n) for n in range(1, text.count("\n") + 2))
+        return f"Error: old 出现了 {count} 次，可能在这些行：{every}"
+    return text.replace(old, new, 1)
+
+
+def replace_with_the_package_helper(text, old, new):
+    from vibe_agent.coding import _occurrences
+
+    starts = _occurrences(text, old)
+    if len(starts) != 1:
+        lines = "、".join(str(text.count("\n", 0, s) + 1) for s in starts)
+        return f"Error: old 出现了 {len(starts)} 次（第 {lines} 行）"
+    return text.replace(old, new, 1)
+
+
+def replace_with_the_checkers_helper(text, old, new):
+    from vibe_agent.course.checks.lesson_08 import _lines_of
+
+    lines = _lines_of(text, old)
+    if len(lines) != 1:
+        return f"Error: old 出现了 {len(lines)} 次（第 {lines} 行）"
+    return text.replace(old, new, 1)
+
+
 @pytest.mark.parametrize(("fn", "expected"), [
-    pytest.param(replace_right, "全部 9 项通过", id="right"),
-    pytest.param(replace_right_in_english, "全部 9 项通过", id="right-in-english"),
+    pytest.param(replace_right, f"全部 {REPLACE_CASES} 项通过", id="right"),
+    pytest.param(replace_right_in_english, f"全部 {REPLACE_CASES} 项通过", id="right-in-english"),
     pytest.param(replace_unsolved, "还没完成", id="unsolved"),
     pytest.param(replace_all, "str.replace(old, new) 会替换所有匹配", id="str-replace-all"),
     pytest.param(replace_first, "不能替模型挑第一处来改", id="replaces-the-first"),
@@ -178,6 +211,11 @@ def replace_through_the_registry(text, old, new):
                  id="borrows-workspace-edit-file"),
     pytest.param(replace_through_the_registry, "你的函数用了包里现成的 coding_registry",
                  id="borrows-coding-registry"),
+    pytest.param(replace_lists_every_line, "只写 old 出现的那几行", id="lists-every-line"),
+    pytest.param(replace_with_the_package_helper, "你的函数用了包的内部实现 _occurrences",
+                 id="calls-the-package-private-helper"),
+    pytest.param(replace_with_the_checkers_helper, "你的函数用了检查器自己的 _lines_of",
+                 id="calls-the-checkers-helper"),
 ])
 def test_check_replace_once(fn, expected, capsys):
     passed, out = run_check(check_replace_once, fn, capsys)
@@ -188,20 +226,58 @@ def test_check_replace_once(fn, expected, capsys):
 def test_check_replace_once_reports_each_case(capsys):
     _, out = run_check(check_replace_once, replace_right, capsys)
     assert out.splitlines()[0].startswith("练习 8.1")
-    assert len(re.findall("✅", out)) == 9
+    assert len(re.findall("✅", out)) == REPLACE_CASES
 
 
 # --- exercise 8.2: inside_workspace ---------------------------------------------------------
 
 
 def path_right(root, path):
+    """The lesson's recipe, with what resolve() may raise turned into an error text."""
     root = Path(root).resolve()
     if path.startswith("~") or Path(path).is_absolute():
         return f"Error: 只接受相对于工作区的路径，不能用 {path!r}"
-    full = (root / path).resolve()
+    try:
+        full = (root / path).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a link loop, a NUL byte, ...
+        return f"Error: 无法解析路径 {path!r}：{exc}"
     if not full.is_relative_to(root):
         return f"Error: {path!r} 通向工作区外面"
     return full
+
+
+def path_lesson_solution(root, path):
+    """The lesson's first solution: right on ordinary paths, raises on a loop or a NUL."""
+    if path.startswith("~"):
+        return f"Error: '{path}' starts with '~' (a home folder)."
+    if Path(path).is_absolute():
+        return f"Error: '{path}' is an absolute path."
+    real_root = Path(root).resolve()
+    full = (real_root / path).resolve()
+    if not full.is_relative_to(real_root):
+        return f"Error: '{path}' leads outside the workspace."
+    return full
+
+
+def path_unresolved_result(root, path):
+    """Checks the resolved path, but hands back root / path as it was written."""
+    got = path_right(root, path)
+    return Path(root) / path if isinstance(got, Path) else got
+
+
+def path_tilde_anywhere(root, path):
+    if "~" in path:
+        return "Error: 不允许 ~"
+    return path_right(root, path)
+
+
+def path_looks_at_links_itself(root, path):
+    """Asks is_symlink() first: lstat on a 300-character name raises OSError."""
+    if (Path(root) / path).is_symlink():
+        target = (Path(root) / path).resolve()
+        if not target.is_relative_to(Path(root).resolve()):
+            return "Error: 链接指向工作区外面"
+    return path_right(root, path)
 
 
 def path_unsolved(root, path):
@@ -293,7 +369,8 @@ def path_returns_relative(root, path):
     return got.relative_to(Path(root).resolve()) if isinstance(got, Path) else got
 
 
-FIXED_PATHS = {"app.py", "src/util.py", "src/new.py", ".", "src/../app.py", "a..b.txt", "link_in"}
+FIXED_PATHS = {"app.py", "src/util.py", "src/new.py", ".", "src/../app.py", "a..b.txt", "link_in",
+               "cart.py~"}
 
 
 def path_hard_coded(root, path):
@@ -311,7 +388,13 @@ def path_through_the_workspace(root, path):
 
 
 @pytest.mark.parametrize(("fn", "expected"), [
-    pytest.param(path_right, "全部 18 项通过", id="right"),
+    pytest.param(path_right, f"全部 {PATH_CASES} 项通过", id="right"),
+    pytest.param(path_lesson_solution, "链接绕成了一个圈", id="raises-on-a-loop"),
+    pytest.param(path_lesson_solution, "路径里有 NUL 字符", id="raises-on-a-nul-byte"),
+    pytest.param(path_unresolved_result, "返回的路径没有解析",
+                 id="returns-root-slash-path-unresolved"),
+    pytest.param(path_tilde_anywhere, "只拒绝以 ~ 开头的路径", id="tilde-anywhere-refused"),
+    pytest.param(path_looks_at_links_itself, "名字太长", id="raises-on-a-long-name"),
     pytest.param(path_unsolved, "还没完成", id="unsolved"),
     pytest.param(path_dotdot_string, "不要在字符串里找 '..'", id="dotdot-in-string"),
     pytest.param(path_startswith_dotdot, "'..' 不一定在开头", id="startswith-dotdot"),
@@ -351,10 +434,54 @@ def policy_right(action):
         return True
     if any(char in action.detail for char in SHELL):
         return "命令里有 shell 符号，一次只能运行一条简单命令。"
-    words = shlex.split(action.detail)
+    try:
+        words = shlex.split(action.detail)
+    except ValueError:
+        return "无法解析这条命令：检查引号是否成对。"
     if any(words[: len(prefix)] == prefix for prefix in ALLOWED):
         return True
     return f"只允许 python -m pytest 和 ls，不允许 {action.detail!r}"
+
+
+def policy_double_ampersand(action):
+    """Refuses "&&" but not a single "&": `ls & rm -rf .` runs rm in the background."""
+    if action.kind == "write":
+        return True
+    if any(symbol in action.detail for symbol in (";", "&&", "||", "|", "`", "$", "<", ">", "\n")):
+        return "命令里有 shell 符号"
+    words = shlex.split(action.detail)
+    return any(words[: len(prefix)] == prefix for prefix in ALLOWED)
+
+
+def policy_split_fallback(action):
+    """When shlex cannot split the command, falls back to str.split."""
+    if action.kind == "write":
+        return True
+    if any(char in action.detail for char in SHELL):
+        return False
+    try:
+        words = shlex.split(action.detail)
+    except ValueError:
+        words = action.detail.split()
+    return any(words[: len(prefix)] == prefix for prefix in ALLOWED)
+
+
+def policy_split_raises(action):
+    if action.kind == "write":
+        return True
+    if any(char in action.detail for char in SHELL):
+        return False
+    words = shlex.split(action.detail)  # raises ValueError on an unclosed quote
+    return any(words[: len(prefix)] == prefix for prefix in ALLOWED)
+
+
+def policy_symbols_before_kind(action):
+    """Looks for shell symbols before it looks at the kind: a write to R&D.md is refused."""
+    if any(char in action.detail for char in SHELL):
+        return "有 shell 符号"
+    if action.kind == "write":
+        return True
+    return policy_right(action)
 
 
 def policy_packaged(action):
@@ -442,8 +569,14 @@ def policy_hard_coded(action):
 
 
 @pytest.mark.parametrize(("fn", "expected"), [
-    pytest.param(policy_right, "全部 20 项通过", id="right"),
-    pytest.param(policy_packaged, "全部 20 项通过", id="the-package-allow-list"),
+    pytest.param(policy_right, f"全部 {POLICY_CASES} 项通过", id="right"),
+    pytest.param(policy_packaged, f"全部 {POLICY_CASES} 项通过", id="the-package-allow-list"),
+    pytest.param(policy_double_ampersand, "单独一个 & 也要拒绝", id="misses-a-single-ampersand"),
+    pytest.param(policy_split_fallback, "拆不开的命令一律拒绝", id="unsplittable-allowed"),
+    pytest.param(policy_split_raises, "shlex.split 遇到不成对的引号会抛 ValueError",
+                 id="unsplittable-raises"),
+    pytest.param(policy_symbols_before_kind, "R&D.md 里的 & 只是文件名",
+                 id="write-refused-for-a-symbol-in-its-path"),
     pytest.param(policy_unsolved, "还没完成", id="unsolved"),
     pytest.param(policy_startswith_python, "只看第一个词是不是 python 不够",
                  id="startswith-python"),
@@ -467,6 +600,5 @@ def test_check_my_policy(fn, expected, capsys):
 
 def test_the_package_default_allow_list_agrees_on_shell_syntax():
     """The exercise's metacharacters are the ones the package refuses too."""
-    for text in ["python -m pytest; rm -rf .", "ls && rm -rf .", "ls | sh", "ls $(rm -rf .)",
-                 "ls `rm -rf .`", "ls > app.py", "ls\nrm -rf ."]:
+    for text, _ in META_CASES:
         assert DEFAULT_POLICY.refusal(Action("command", text)) is not None, text

@@ -11,12 +11,16 @@ from unidiff import PatchSet
 
 from vibe_agent.coding import coding_registry
 from vibe_agent.course.checks.lesson_09 import (
+    DIFF_CASES,
     FAKE_KEY,
+    FRESH_AGAIN,
     JUDGE_CASES,
     check_changed_files,
     check_judge_by_tests,
 )
-from vibe_agent.sandbox import run_in_sandbox
+from vibe_agent.sandbox import run_in_sandbox, why_not_isolated
+
+JUDGE_RUNS = len(JUDGE_CASES) + len(FRESH_AGAIN) - (why_not_isolated() is not None)
 
 # --- exercise 9.1: judge_by_tests --------------------------------------------------------------
 
@@ -87,6 +91,38 @@ def judge_ignores_the_workspace(result, workspace, test_command, timeout=60.0):
     return judge_right(result, FIRST_WORKSPACE[0], test_command, timeout)
 
 
+def judge_passed_and_not_failed(result, workspace, test_command, timeout=60.0):
+    output = run_in_sandbox(test_command, Path(workspace), timeout=timeout).output
+    return "passed" in output and "failed" not in output
+
+
+def judge_subprocess_without_the_key(result, workspace, test_command, timeout=60.0):
+    """Takes the secrets out of the environment, but runs on the host all the same."""
+    env = {name: value for name, value in os.environ.items()
+           if "KEY" not in name and "TOKEN" not in name}
+    try:
+        done = subprocess.run(test_command, shell=True, cwd=workspace, env=env,
+                              capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False
+    return done.returncode == 0
+
+
+def judge_reuses_the_tool_result(result, workspace, test_command, timeout=60.0):
+    """The model already ran the tests: read its last run_command result instead."""
+    for message in reversed(result.messages):
+        if message["role"] == "tool" and message["content"].startswith("exit code: "):
+            return message["content"].startswith("exit code: 0\n")
+    return judge_right(result, workspace, test_command, timeout)
+
+
+VERDICTS = {f"project-{number}": case.expected for number, case in enumerate(JUDGE_CASES, 1)}
+
+
+def judge_hard_coded_by_folder(result, workspace, test_command, timeout=60.0):
+    return VERDICTS.get(Path(workspace).name, True)
+
+
 def judge_returns_the_code(result, workspace, test_command, timeout=60.0):
     return run_in_sandbox(test_command, Path(workspace), timeout=timeout).exit_code
 
@@ -97,8 +133,8 @@ def judge_always_true(result, workspace, test_command, timeout=60.0):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("fn", "expected"), [
-    (judge_right, f"全部 {len(JUDGE_CASES)} 项通过"),
-    (judge_through_the_tool, f"全部 {len(JUDGE_CASES)} 项通过"),
+    (judge_right, f"全部 {JUDGE_RUNS} 项通过"),
+    (judge_through_the_tool, f"全部 {JUDGE_RUNS} 项通过"),
     (judge_unsolved, "还没完成"),
     (judge_trusts_the_answer, "模型说“已修复”不算数"),
     (judge_trusts_the_stop_reason, "也不看停止原因"),
@@ -112,6 +148,10 @@ def judge_always_true(result, workspace, test_command, timeout=60.0):
     (judge_ignores_the_workspace, "用参数 workspace 指定的文件夹运行测试"),
     (judge_returns_the_code, "应该返回 True 或 False，得到 0"),
     (judge_always_true, "模型说“已修复”不算数"),
+    (judge_passed_and_not_failed, "fixture 出错的测试算 error"),
+    (judge_subprocess_without_the_key, "测试看到了工作区外面的文件"),
+    (judge_reuses_the_tool_result, "不要从 result.messages 里找模型自己跑测试的结果"),
+    (judge_hard_coded_by_folder, "换了一个随机的文件夹名"),
 ], ids=lambda value: value.__name__ if callable(value) else "")
 def test_judge_by_tests_checker(fn, expected, capsys):
     FIRST_WORKSPACE.clear()
@@ -214,6 +254,17 @@ def changed_minus_lines(diff):
     return paths
 
 
+def changed_from_a_lines(diff):
+    """Every "--- a/" line names a file; a new file's name is on the "+++ b/" line."""
+    paths, lines = [], diff.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("--- a/"):
+            paths.append(line[6:])
+        elif line == "--- /dev/null":
+            paths.append(lines[i + 1][6:])
+    return paths
+
+
 def changed_as_set(diff):
     return set(changed_right(diff))
 
@@ -228,8 +279,8 @@ def changed_first_line(diff):
 
 
 @pytest.mark.parametrize(("fn", "expected"), [
-    (changed_right, "全部 7 项通过"),
-    (changed_by_hand, "全部 7 项通过"),
+    (changed_right, f"全部 {len(DIFF_CASES)} 项通过"),
+    (changed_by_hand, f"全部 {len(DIFF_CASES)} 项通过"),
     (changed_unsolved, "还没完成"),
     (changed_plus_lines_only, "只看 +++ 行会漏掉被删的文件"),
     (changed_keeps_prefix, "去掉 a/ 或 b/"),
@@ -237,6 +288,7 @@ def changed_first_line(diff):
     (changed_with_dev_null, "/dev/null 不是文件名"),
     (changed_split, "不要用 split() 切"),
     (changed_minus_lines, "以 --- 开头的不一定是文件头"),
+    (changed_from_a_lines, "不是每一行 “--- a/” 都是文件头"),
     (changed_as_set, "set 没有顺序"),
     (changed_forgets_return, "应该返回列表，得到 None"),
     (changed_first_line, "你的代码抛出了 IndexError"),

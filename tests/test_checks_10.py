@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from vibe_agent.course.checks.lesson_10 import (
     check_summarise,
     leaked_lines,
 )
+from vibe_agent.course.tasks import SUITE_DIR
 
 # --- exercise 10.1: a task of your own ----------------------------------------------------------
 
@@ -100,13 +102,38 @@ def test_threshold():
     assert first and shipping_fee(99) == 0
 '''
 ROUNDED = SHIPPING_FIXED.replace('"""The fee', '"""The fee, rounded')
+DESELECTS = ("[pytest]\n"
+             "addopts = --deselect tests/test_shipping.py::test_exactly_the_threshold_ships_free\n")
+CONFTEST = "# fixtures shared by the tests\n"
+FORCES_PASSES = CONFTEST + '''import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"
+'''
+
+
+def copies_a_bundled_task(folder: Path) -> None:
+    """The package's own task, copied: it works, but it is not the learner's."""
+    shutil.copytree(SUITE_DIR / "progress_percent", folder, dirs_exist_ok=True)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("fn", "expected"), [
-    pytest.param(task_writer(), "全部 10 项通过", id="right"),
+    pytest.param(task_writer(), "全部 11 项通过", id="right"),
     pytest.param(task_writer(fields={"test_command": "python -m pytest -q tests"}),
-                 "全部 10 项通过", id="right-other-command"),
+                 "全部 11 项通过", id="right-other-command"),
+    pytest.param(task_writer(fields={"prompt": PROMPT + "判断条件应该是 total >= FREE_FROM。"}),
+                 "哪怕不是整行", id="prompt-leaks-part-of-the-fix"),
+    pytest.param(task_writer(patch=make_patch("pytest.ini", "[pytest]\n", DESELECTS)),
+                 "在 pytest.ini 里 --deselect 掉失败的测试", id="fix-deselects-the-test"),
+    pytest.param(task_writer(files={"conftest.py": CONFTEST},
+                             patch=make_patch("conftest.py", CONFTEST, FORCES_PASSES)),
+                 "在 conftest.py 里把结果改成通过", id="fix-forces-passes-in-conftest"),
+    pytest.param(copies_a_bundled_task, "包里自带的任务 progress_percent",
+                 id="copies-a-bundled-task"),
     pytest.param(unsolved, "还没完成", id="unsolved"),
     pytest.param(writes_outside, "write_my_task(folder) 要把任务写进参数 folder", id="raises"),
     pytest.param(task_writer(task_json='{"prompt": "满 99 元包邮", "timeout_s": 30,}'),
@@ -225,6 +252,19 @@ def summarise_mutates(records):
     return summarise_right(records)
 
 
+def summarise_floor_division(records):
+    right = summarise_right(records)
+    if right["tokens"] is not None:
+        right["tokens_per_task"] = right["tokens"] // len(records)
+    return right
+
+
+def summarise_with_the_checkers_answer(records):
+    from vibe_agent.course.checks.lesson_10 import _wanted
+
+    return _wanted(records)
+
+
 def summarise_borrows(records):
     return summary(records, 0.0)
 
@@ -248,6 +288,8 @@ def summarise_unsolved(records):
     (summarise_missing_key, "正好这五个键"),
     (summarise_mutates, "你的函数改动了传进来的记录"),
     (summarise_borrows, "你的函数用了包里现成的 summary"),
+    (summarise_floor_division, "你用了整除 //"),
+    (summarise_with_the_checkers_answer, "你的函数用了检查器自己的 _wanted"),
 ], ids=lambda value: value.__name__ if callable(value) else "")
 def test_summarise_checker(fn, expected, capsys):
     check_summarise(fn)

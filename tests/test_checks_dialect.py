@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 
 import vibe_agent.course.checks as checks
-from vibe_agent import loop
-from vibe_agent.course.checks import Report, Verdict, attempt, fail
+from vibe_agent import coding, loop
+from vibe_agent.coding import _occurrences
+from vibe_agent.coding import _occurrences as find_all
+from vibe_agent.course.checks import Report, Verdict, attempt, fail, lesson_08
+from vibe_agent.course.checks.lesson_10 import _wanted
 from vibe_agent.loop import call_key
 from vibe_agent.loop import call_key as package_key
 from vibe_agent.registry import ToolRegistry
@@ -125,3 +128,149 @@ def test_borrows_finds_a_subclass_of_a_package_class(capsys):
         pass
 
     assert Report("练习").borrows(MyRegistry, hint="自己写")
+
+
+# --- the rule every checker applies first: no private part of the package, nothing of the checkers
+
+CALLED: list[str] = []
+
+
+def calls_a_private_helper(*args, **kwargs):
+    CALLED.append("direct")
+    return _occurrences(*args[:2])
+
+
+def calls_a_private_helper_by_an_alias(*args, **kwargs):
+    CALLED.append("alias")
+    return find_all(*args[:2])
+
+
+def calls_a_private_helper_through_the_module(*args, **kwargs):
+    CALLED.append("module")
+    return coding._occurrences(*args[:2])
+
+
+def imports_a_private_helper_inside(*args, **kwargs):
+    from vibe_agent.coding import _occurrences as positions
+
+    CALLED.append("inside")
+    return positions(*args[:2])
+
+
+def gets_a_private_helper_by_its_name(*args, **kwargs):
+    CALLED.append("getattr")
+    return coding._occurrences(*args[:2])
+
+
+def imports_the_module_by_its_name(*args, **kwargs):
+    import importlib
+
+    CALLED.append("import_module")
+    return importlib.import_module("vibe_agent.coding")._occurrences(*args[:2])
+
+
+def keeps_it_as_a_default(*args, _find=_occurrences, **kwargs):
+    CALLED.append("default")
+    return _find(*args[:2])
+
+
+def my_own_helper(*args):
+    return coding._not_unique("f.py", *args[:2])
+
+
+def calls_it_through_its_own_helper(*args, **kwargs):
+    CALLED.append("helper")
+    return my_own_helper(*args)
+
+
+def calls_the_checkers_helper(*args, **kwargs):
+    CALLED.append("checker")
+    return _wanted(*args)
+
+
+def calls_the_checkers_private_function(*args, **kwargs):
+    CALLED.append("checker-module")
+    return lesson_08._lines_of(*args[:2])
+
+
+def reads_the_checkers_cases(*args, **kwargs):
+    from vibe_agent.course.checks.lesson_09 import JUDGE_CASES
+
+    CALLED.append("checker-data")
+    return JUDGE_CASES[0].expected
+
+
+class BrakeWithAPrivateHelper:
+    def __init__(self, limit):
+        CALLED.append("class")
+        self.limit = limit
+
+    def record(self, ok):
+        return bool(coding._occurrences("x", "x"))
+
+
+PRIVATE = "你的函数用了包的内部实现"
+CHECKER = "你的函数用了检查器自己的"
+BORROWED = [
+    pytest.param(calls_a_private_helper, PRIVATE + " _occurrences", id="direct-call"),
+    pytest.param(calls_a_private_helper_by_an_alias, PRIVATE + " find_all", id="alias"),
+    pytest.param(calls_a_private_helper_through_the_module, PRIVATE + " _occurrences",
+                 id="module-attribute"),
+    pytest.param(imports_a_private_helper_inside, PRIVATE + " _occurrences",
+                 id="import-inside-the-function"),
+    pytest.param(gets_a_private_helper_by_its_name, PRIVATE + " _occurrences",
+                 id="getattr-by-string"),
+    pytest.param(imports_the_module_by_its_name, PRIVATE + " _occurrences",
+                 id="import-module-by-string"),
+    pytest.param(keeps_it_as_a_default, PRIVATE, id="default-argument"),
+    pytest.param(calls_it_through_its_own_helper, PRIVATE + " _not_unique",
+                 id="through-a-helper-of-its-own"),
+    pytest.param(calls_the_checkers_helper, CHECKER + " _wanted", id="checker-helper"),
+    pytest.param(calls_the_checkers_private_function, CHECKER, id="checker-module-attribute"),
+    pytest.param(reads_the_checkers_cases, CHECKER, id="checker-cases"),
+    pytest.param(BrakeWithAPrivateHelper, PRIVATE + " _occurrences", id="class-method"),
+]
+
+
+@pytest.mark.parametrize("check", list(every_checker()))
+@pytest.mark.parametrize(("fn", "expected"), BORROWED)
+def test_every_checker_refuses_the_package_internals_and_its_own_code(check, fn, expected,
+                                                                       capsys):
+    CALLED.clear()
+    verdict = check(fn)
+    out = capsys.readouterr().out
+    assert not verdict and expected in out, out
+    assert "提示：" in out and "Traceback" not in out
+    assert CALLED == []  # refused by reading the code, before it ever runs
+
+
+def uses_the_public_sandbox(command, workspace, timeout):
+    from vibe_agent.sandbox import run_in_sandbox
+
+    return run_in_sandbox(command, workspace, timeout=timeout).exit_code == 0
+
+
+def uses_a_private_helper_of_its_own(text, old):
+    return _my_positions(text, old)
+
+
+def _my_positions(text, old):  # the learner's own private helper is theirs
+    return [i for i in range(len(text)) if text.startswith(old, i)]
+
+
+def uses_the_public_diff(before, root):
+    return coding.workspace_diff(before, root)
+
+
+@pytest.mark.parametrize("fn", [
+    pytest.param(uses_the_public_sandbox, id="the-package-public-sandbox"),
+    pytest.param(uses_a_private_helper_of_its_own, id="a-private-helper-of-its-own"),
+    pytest.param(uses_the_public_diff, id="a-public-function-of-the-package"),
+])
+def test_the_rule_lets_the_package_public_names_and_own_helpers_through(fn, capsys):
+    assert not Report("练习").borrows(fn)
+    assert "❌" not in capsys.readouterr().out
+
+
+def test_an_exercise_can_hand_out_a_private_name(capsys):
+    assert not Report("练习").borrows(calls_a_private_helper, allowed=(_occurrences,))

@@ -34,6 +34,7 @@ Checkers that run a loop against scripted models share `MODEL`, `checker_world()
 
 from __future__ import annotations
 
+import functools
 import sys
 import sysconfig
 import traceback
@@ -154,14 +155,27 @@ class Report:
                 self.passed += 1
                 self.lines.append(f"  ✅ {name}")
 
-    def borrows(self, fn: Any, *package_parts: Any, hint: str) -> bool:
-        """For an exercise that rebuilds something the package has: one failing case when
-        the learner hands in the package's own code, or calls one of `package_parts`."""
-        name = _borrowed(fn, package_parts)
-        if name is not None:
+    def borrows(self, fn: Any, *package_parts: Any, hint: str = "",
+                allowed: tuple[Any, ...] = ()) -> bool:
+        """One failing case when the learner hands in code that is not theirs.
+
+        Every checker starts with it. Always refused: the package's own function or class
+        (or a subclass of it) handed in, anything private of the package (a name starting
+        with "_", e.g. `vibe_agent.coding._occurrences`) and anything of the checkers
+        (`vibe_agent.course.checks`). Refused too, for an exercise that rebuilds something
+        the package has: `package_parts`, with `hint`. `allowed` names package objects the
+        exercise hands out even though the rule would refuse them.
+        """
+        found = _borrowed(fn, package_parts, allowed)
+        if found is not None:
+            name, own_hint = found
             with self.case("自己写出来"):
-                fail(f"你的函数用了包里现成的 {name}。", hint)
-        return name is not None
+                fail(f"你的函数用了{name}。", own_hint or hint)
+        return found is not None
+
+    def note(self, line: str) -> None:
+        """A line of the report that is neither a pass nor a failure (e.g. a case skipped)."""
+        self.lines.append(f"  ⚠️ {line}")
 
     def _fail(self, name: str, message: str, hint: str) -> None:
         self.failed += 1
@@ -191,31 +205,124 @@ def short(value: Any, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _from_package(value: Any) -> bool:
-    module = getattr(value, "__module__", None) or ""
-    return callable(value) and module.split(".")[0] == "vibe_agent"
+PRIVATE_HINT = ("以下划线开头的名字是包的内部实现，不是练习发给你的工具："
+                "不要调用它（也不要换个名字、通过模块或 getattr 去拿），自己写出这几行。")
+CHECKER_HINT = ("检查器的代码（vibe_agent.course.checks）是用来判你的答案的，不是答案的一部分："
+                "不要调用它的函数，也不要读它的用例和期望值，自己写出来。")
+PACKAGE = "vibe_agent"
+CHECKS = __name__  # "vibe_agent.course.checks"
 
 
-def _borrowed(fn: Any, package_parts: tuple[Any, ...]) -> str | None:
-    """What of the package the learner hands in instead of their own code: the package's
-    function or class itself (or a subclass of it), or a name in their code that resolves
-    to one of `package_parts` (an alias and a module attribute count too)."""
+def _in(module_name: str, package: str) -> bool:
+    return module_name == package or module_name.startswith(package + ".")
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _module_of(value: Any) -> str:
+    if isinstance(value, types.ModuleType):
+        return value.__name__
+    module = getattr(value, "__module__", None)
+    return module if isinstance(module, str) else ""
+
+
+def _borrowed(fn: Any, package_parts: tuple[Any, ...],
+              allowed: tuple[Any, ...] = ()) -> tuple[str, str] | None:
+    """What the learner hands in that is not theirs: (what, in Chinese, and its own hint;
+    the hint is empty for one of `package_parts`), or None."""
     for given in (fn, *getattr(fn, "__mro__", ())[1:]):
-        if _from_package(given):
-            return given.__name__
-    functions = [fn] if hasattr(fn, "__code__") else [
-        member for member in vars(fn).values() if hasattr(member, "__code__")]
-    for function in functions:
-        scope = {**function.__globals__, **_closure(function)}
-        used = _names_used(function.__code__)
-        modules = [scope[name] for name in used if isinstance(scope.get(name), types.ModuleType)]
-        modules += [sys.modules[name] for name in used  # `from vibe_agent.x import y` inside
-                    if name.split(".")[0] == "vibe_agent" and name in sys.modules]
-        for part in package_parts:
-            for name in used:
-                if scope.get(name) is part or any(getattr(m, name, None) is part for m in modules):
-                    return name
+        if callable(given) and _in(_module_of(given), PACKAGE):
+            return f"包里现成的 {getattr(given, '__name__', short(given))}", ""
+    kept = {id(value) for value in allowed}
+    parts = {id(value) for value in package_parts}
+    for name, value, private in _reached(fn):
+        if id(value) in kept:
+            continue
+        module = _module_of(value)
+        if id(value) in parts:
+            return f"包里现成的 {name}", ""
+        if _in(module, CHECKS) or _checker_data(value):
+            return f"检查器自己的 {name}", CHECKER_HINT
+        if private or (_in(module, PACKAGE) and _private(getattr(value, "__name__", "") or "")):
+            return f"包的内部实现 {name}", PRIVATE_HINT
     return None
+
+
+def _checker_data(value: Any) -> bool:
+    """A table or value the checkers define (their cases, their expected answers)."""
+    if isinstance(value, str | bytes | int | float | complex | bool | type(None) | type
+                  | types.ModuleType | types.FunctionType | types.BuiltinFunctionType):
+        return False
+    modules = [m for name, m in list(sys.modules.items()) if _in(name, PACKAGE) and m]
+    in_checks = any(_in(m.__name__, CHECKS) and any(v is value for v in vars(m).values())
+                    for m in modules)
+    return in_checks and not any(not _in(m.__name__, CHECKS)
+                                 and any(v is value for v in vars(m).values()) for m in modules)
+
+
+def _learner_functions(value: Any) -> list[Any]:
+    """The plain functions inside what the learner handed in (a function, a class, a
+    partial, a bound method)."""
+    if isinstance(value, functools.partial):
+        return _learner_functions(value.func)
+    if isinstance(value, types.MethodType):
+        return _learner_functions(value.__func__)
+    if isinstance(value, types.FunctionType):
+        return [value]
+    if isinstance(value, type):
+        found = []
+        for member in vars(value).values():
+            member = getattr(member, "__func__", member)  # staticmethod, classmethod
+            if isinstance(member, property):
+                found += [f for f in (member.fget, member.fset, member.fdel) if f]
+            elif isinstance(member, types.FunctionType):
+                found.append(member)
+        return found
+    return []
+
+
+def _reached(fn: Any) -> Iterator[tuple[str, Any, bool]]:
+    """(name, object, reached under a private name of the package?) for everything the
+    learner's code can reach by name: globals, closure cells and default values it uses,
+    modules it imports (also inside the function), attributes of the package's modules
+    and classes (also through `getattr` with a string constant), and, through the
+    learner's own helper functions and classes, what those reach."""
+    roots = _learner_functions(fn)
+    if isinstance(fn, functools.partial):
+        yield from ((f"参数 {short(arg, 40)}", arg, False)
+                    for arg in (*fn.args, *fn.keywords.values()))
+    own = {id(f.__globals__) for f in roots}
+    queue, seen = list(roots), {id(f) for f in roots}
+    while queue:
+        function = queue.pop()
+        names, strings = _names_used(function.__code__)
+        scope = {**function.__globals__, **_closure(function)}
+        values = [(name, scope[name]) for name in names if name in scope]
+        values += [("默认参数", v) for v in (*(function.__defaults__ or ()),
+                                              *(function.__kwdefaults__ or {}).values())]
+        values += [(text, sys.modules[text]) for text in {*names, *strings}
+                   if _in(text, PACKAGE) and text in sys.modules]
+        holders = [v for _, v in values if _in(_module_of(v), PACKAGE)
+                   and isinstance(v, types.ModuleType | type)]
+        attributes = {*names, *(s for s in strings if s.isidentifier())}
+        while holders:  # attributes of the package's modules and classes, transitively
+            holder = holders.pop()
+            for attribute in attributes:
+                value = vars(holder).get(attribute) if attribute in vars(holder) else None
+                if value is None or any(value is v for _, v in values):
+                    continue
+                yield attribute, value, _private(attribute)
+                values.append((attribute, value))
+                if isinstance(value, types.ModuleType | type) and _in(_module_of(value), PACKAGE):
+                    holders.append(value)
+        for name, value in values:
+            yield name, value, False
+            for inner in _learner_functions(value):
+                if id(inner) not in seen and id(inner.__globals__) in own:
+                    seen.add(id(inner))
+                    queue.append(inner)
 
 
 def _closure(function: Any) -> dict[str, Any]:
@@ -228,14 +335,17 @@ def _closure(function: Any) -> dict[str, Any]:
     return values
 
 
-def _names_used(code: types.CodeType) -> list[str]:
-    """Every global, attribute and free-variable name a code object (and its nested
-    functions) refers to."""
+def _names_used(code: types.CodeType) -> tuple[list[str], list[str]]:
+    """Every global, attribute, imported and free-variable name a code object (and its
+    nested functions) refers to, and its string constants."""
     names = [*code.co_names, *code.co_freevars]
+    strings = [const for const in code.co_consts if isinstance(const, str)]
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names += _names_used(const)
-    return names
+            inner_names, inner_strings = _names_used(const)
+            names += inner_names
+            strings += inner_strings
+    return names, strings
 
 
 # Frames from these places are not the learner's code (e.g. pydantic raising inside the SDK,

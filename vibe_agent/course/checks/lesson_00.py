@@ -98,6 +98,8 @@ def check_first_answer(fn: Callable[..., Any]) -> Verdict:
         fn: the learner's function.
     """
     report = Report("练习 0.1：first_answer —— 发一个问题，返回回答的文字")
+    if report.borrows(fn):
+        return report.verdict()
     for name, model, question, reply in FIRST_ANSWER_CASES:
         with report.case(name):
             scripted = ScriptedModel([answer(reply), answer("（第二次请求的回答）")],

@@ -127,6 +127,8 @@ def _judge_parse(outcome: Attempt, wanted: dict[str, Any] | type[ValueError], hi
 def check_parse_action(fn: Callable[[str], Any]) -> Verdict:
     """Exercise 1.1: read one action out of a reply, refuse anything else."""
     report = Report("练习 1.1：parse_action —— 宽容但不糊涂的解析器")
+    if report.borrows(fn):
+        return report.verdict()
     for name, text, wanted, hint in PARSE_CASES:
         with report.case(name):
             _judge_parse(attempt(fn, text), wanted, hint)
@@ -215,6 +217,8 @@ def _observation_hint(fn: Callable[[list[dict[str, str]]], Any], got: list[Any],
 def check_fabricated_observations(fn: Callable[[list[dict[str, str]]], Any]) -> Verdict:
     """Exercise 1.2: find the tool results the model wrote itself."""
     report = Report("练习 1.2：fabricated_observations —— 找出模型自己编的“工具结果”")
+    if report.borrows(fn):
+        return report.verdict()
     for name, messages, wanted in OBSERVATION_CASES:
         with report.case(name):
             got = attempt(fn, [dict(m) for m in messages]).get(

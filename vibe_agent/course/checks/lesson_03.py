@@ -213,6 +213,8 @@ def _safe_verdict(kind: str, got: Any, expected: Any, hint: str) -> None:
 def check_safe_invoke(fn: Callable[[dict[str, Callable[..., Any]], str, str], str]) -> Verdict:
     """Run the learner's dispatcher on the model's typical mistakes; it must never raise."""
     report = Report(f"练习 3.2：永不抛异常的分发器 safe_invoke（检查用的工具：{TOOL_LIST}）")
+    if report.borrows(fn):
+        return report.verdict()
     for label, kind, name, arguments, expected in SAFE_CASES:
         with report.case(f"{label}：safe_invoke(tools, {name!r}, {arguments!r})"):
             got = attempt(fn, _tools(), name, arguments).get(RAISED_HINTS[kind])

@@ -256,6 +256,8 @@ def _compare_row(number: int, row: Any, wanted: dict[str, Any]) -> None:
 def check_summarise(fn: Callable[[list[AgentResult]], Any]) -> Verdict:
     """Exercise 6.2: one dict per task; tokens stay None when `usage` is missing."""
     report = Report("练习 6.2：汇总四个任务（token 只来自 usage，缺了就是 None）")
+    if report.borrows(fn):
+        return report.verdict()
     for name, make in SUMMARY_CASES:
         with report.case(name):
             results = make()

@@ -107,6 +107,8 @@ def _growth_problem(got: Any, case_usage: Usage, wanted: list[int | None]) -> Pr
 def check_prompt_growth(fn: Callable[[Usage], Any]) -> Verdict:
     """Exercise 7.1: the prompt-token difference between consecutive rounds, None-safe."""
     report = Report("练习 7.1：prompt_growth —— 每一轮比上一轮多发了多少 prompt tokens")
+    if report.borrows(fn):
+        return report.verdict()
     for name, case_usage, wanted, hint in GROWTH_CASES:
         with report.case(name):
             given = copy.deepcopy(case_usage)

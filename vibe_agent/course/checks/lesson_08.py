@@ -102,6 +102,8 @@ COUNT_HINT = "错误文字里要写出 old 出现了几次，例如“出现了 
 LINES_HINT = ("错误文字里还要写出每一处在第几行，例如“第 1、5、9 行”：模型才知道该去哪里补上下文。"
               "行号可以这样算：start = text.find(old)，行号 = text.count('\\n', 0, start) + 1，"
               "再从 start + len(old) 接着找下一处。")
+EXTRA_LINES_HINT = ("只写 old 出现的那几行，不要把文件的每一行都列出来：模型要靠这几个行号"
+                    "找到该补上下文的地方，多列的行号只会把它带到别处。")
 ZERO_BASED_HINT = ("行号差了 1：行号从 1 开始（read_file 显示的就是从 1 开始的行号）。"
                    "text.count('\\n', 0, start) 数的是 start 前面有几个换行，还要 + 1。")
 MULTILINE_HINT = ("old 可以跨好几行，逐行检查 old in line 找不到它：在整段文字里用 "
@@ -184,6 +186,12 @@ def _replace_problem(text: str, old: str, new: str, got: Any) -> Problem:
     if len(lines) not in numbers:
         return f"错误文字里没有说出现了几次（{len(lines)} 次）：{shown}", COUNT_HINT
     missing = sorted(set(lines) - numbers)
+    named = {int(n) for n in re.findall(r"\d+", old)}  # echoing old back is fine
+    others = sorted(n for n in numbers - set(lines) - {len(lines)} - named
+                    if 1 <= n <= text.count("\n") + 1)
+    if not missing and len(others) >= len(lines):  # a stray "2" ("add 2 lines") is fine
+        return (f"错误文字里还有 old 没出现的行 {others}（它在第 {lines} 行）：{shown}",
+                EXTRA_LINES_HINT)
     if not missing:
         return None
     if all(line - 1 in numbers for line in lines):
@@ -242,6 +250,19 @@ RAISE_PATH_HINT = ("不要抛异常：路径不对是模型的错，返回一段
                    "is_relative_to 只返回 True/False。）")
 TYPE_PATH_HINT = ("放行时返回一个 Path（解析之后的真实位置），"
                   "拒绝时返回一段以 Error: 开头的文字（str）。")
+UNRESOLVED_HINT = ("返回的是没有解析过的路径：它和真实位置是同一个地方，可工具拿到的路径里还留着 "
+                   "'..' 或链接。返回 (root / path).resolve() 的结果：'..' 折叠掉、链接跟到底。")
+TILDE_ANYWHERE_HINT = ("只拒绝以 ~ 开头的路径：cart.py~ 是编辑器留下的备份文件，名字中间或结尾的 ~ "
+                       "只是一个普通字符。用 path.startswith('~')，不要用 '~' in path。")
+LOOP_HINT = ("链接绕成了一个圈（loop → loop）：resolve() 跟不到底，Python 3.12 及以前会抛 "
+             "RuntimeError。把 resolve() 放进 try，接住 OSError、RuntimeError 和 ValueError，"
+             "返回一段 Error: 开头的文字——不要抛异常。")
+NUL_HINT = ("路径里有 NUL 字符（\\0）：resolve() 会抛 ValueError，这样的名字也不可能是文件。"
+            "把 resolve() 放进 try，接住 ValueError（还有 OSError、RuntimeError），"
+            "返回 Error: 文字。")
+LONG_HINT = ("名字太长（300 个字符，超过了文件系统的上限 255）：lstat、is_symlink、exists 这类"
+             "要问文件系统的调用会抛 OSError。用不着它们：resolve() 之后用 is_relative_to 判断；"
+             "万一要问，也放进 try，出错就返回 Error: 文字。放行或拒绝都可以，只是不要抛异常。")
 BORROWED_PATH_HINT = ("这道题要你自己写出路径检查，不要借用包里的 Workspace.resolve："
                       "先拒绝绝对路径和以 ~ 开头的路径，再用 (root / path).resolve() 算出真实位置，"
                       "用 is_relative_to(root.resolve()) 判断它还在不在工作区里。")
@@ -261,10 +282,17 @@ def _tree(base: Path) -> None:
     (root / "link_out").symlink_to(Path("..") / "secret.txt")
     (root / "link_dir").symlink_to(base / "ws-evil", target_is_directory=True)
     (base / "alias").symlink_to(root, target_is_directory=True)  # the workspace, via a link
+    (root / "cart.py~").write_text("", encoding="utf-8")  # an editor's backup file
+    (root / "loop").symlink_to("loop")  # a link to itself: resolve() cannot follow it
+
+
+EITHER = "either"  # where a path may be refused or allowed: only raising is wrong
+RAISING_HINTS = (LOOP_HINT, NUL_HINT, LONG_HINT)  # the hint when the learner's code raises
 
 
 def _path_cases(base: Path, rng: random.Random) -> list[tuple[str, str, str, str | None, str]]:
-    """(case, root folder name, path, where it leads inside `ws` or None: refuse, hint)."""
+    """(case, root folder name, path, where it leads inside `ws`, None: refuse, or EITHER,
+    hint)."""
     name, other = _word(rng), _word(rng)
     return [
         ("app.py", "ws", "app.py", "app.py", BASIC_HINT),
@@ -285,17 +313,34 @@ def _path_cases(base: Path, rng: random.Random) -> list[tuple[str, str, str, str
         ("~/.bashrc", "ws", "~/.bashrc", None, TILDE_HINT),
         ("link_out：指向外面的链接", "ws", "link_out", None, LINK_HINT),
         ("link_dir/secret.txt：指向外面的文件夹链接", "ws", "link_dir/secret.txt", None, LINK_HINT),
+        ("cart.py~：名字结尾的 ~（备份文件）", "ws", "cart.py~", "cart.py~", TILDE_ANYWHERE_HINT),
+        ("loop：指向自己的链接（绕成一个圈）", "ws", "loop", EITHER, LOOP_HINT),
+        ("名字里有 NUL 字符", "ws", "app\0.py", None, NUL_HINT),
+        ("300 个字符的名字", "ws", "x" * 300 + ".py", EITHER, LONG_HINT),
         (f"随机的新文件{FRESH}", "ws", f"src/{name}/{other}.py", f"src/{name}/{other}.py",
          NEW_FILE_HINT),
         (f"随机的逃逸路径{FRESH}", "ws", f"src/{name}/../../../secret.txt", None, MIDDLE_HINT),
     ]
 
 
-def _path_problem(got: Any, wanted: Path | None, base: Path) -> Problem:
-    """What is wrong with `got` as inside_workspace's answer; None when it is right."""
-    def shown(value: Any) -> str:  # the checker's temporary folder is not worth showing
-        return short(value).replace(str(base.resolve()), "…").replace(str(base), "…")
+def _hide(text: str, base: Path) -> str:
+    """`text` without the checker's temporary folder (not worth showing)."""
+    return text.replace(str(base.resolve()), "…").replace(str(base), "…")
 
+
+def _path_problem(got: Any, wanted: Path | str | None, base: Path) -> Problem:
+    """What is wrong with `got` as inside_workspace's answer; None when it is right."""
+    def shown(value: Any) -> str:
+        return _hide(short(value), base)
+
+    if wanted == EITHER:  # refusing is fine; a Path must be absolute, clean and inside
+        inside = (base / "ws").resolve()
+        if isinstance(got, str) and got.startswith("Error") or isinstance(got, PurePath) \
+                and Path(got).is_absolute() and ".." not in Path(got).parts \
+                and Path(got).is_relative_to(inside):
+            return None
+        return (f"应该返回工作区里的真实位置（Path），或者一段 Error: 开头的文字，"
+                f"得到 {shown(got)}", "")
     if wanted is None:
         if isinstance(got, str) and got.startswith("Error"):
             return None
@@ -308,10 +353,13 @@ def _path_problem(got: Any, wanted: Path | None, base: Path) -> Problem:
         return f"这个路径在工作区里面，应该放行，你却拒绝了：{shown(got)}", ""
     if not isinstance(got, PurePath):
         return f"应该返回 Path 或 str，得到 {shown(got)}", TYPE_PATH_HINT
-    if Path(got).resolve() != wanted:
-        return (f"放行了，但返回的位置不对：期望 {shown(wanted)}，得到 {shown(got)}",
-                "返回 (root / path).resolve()：解析之后的真实位置，工具接下来读写的就是它。")
-    return None
+    if Path(got) == wanted:
+        return None
+    if Path(got).is_absolute() and Path(got).resolve() == wanted:
+        return f"放行了，但返回的路径没有解析：期望 {shown(wanted)}，得到 {shown(got)}", \
+            UNRESOLVED_HINT
+    return (f"放行了，但返回的位置不对：期望 {shown(wanted)}，得到 {shown(got)}",
+            "返回 (root / path).resolve()：解析之后的真实位置，工具接下来读写的就是它。")
 
 
 def check_inside_workspace(fn: Callable[[Path, str], Any]) -> Verdict:
@@ -323,10 +371,13 @@ def check_inside_workspace(fn: Callable[[Path, str], Any]) -> Verdict:
         base = Path(folder)
         _tree(base)
         for name, root_name, path, inside, hint in _path_cases(base, random.Random()):
-            wanted = None if inside is None else (base / "ws" / inside).resolve()
+            wanted = inside if inside in (None, EITHER) else (base / "ws" / inside).resolve()
             with report.case(name):
-                got = attempt(fn, base / root_name, path).get(
-                    hint if wanted is not None else RAISE_PATH_HINT)
+                outcome = attempt(fn, base / root_name, path)
+                if outcome.error is not None:  # its message may name the temporary folder
+                    fail(_hide(outcome.raised(), base), hint if wanted is not None
+                         or hint in RAISING_HINTS else RAISE_PATH_HINT)
+                got = outcome.value
                 _fail_with(report, name, _path_problem(got, wanted, base), hint)
     return report.verdict()
 
@@ -349,6 +400,14 @@ LIST_HINT = "允许列表的意思是：不在列表里的命令一律拒绝（�
 SUBSTRING_HINT = "看的是命令开头的程序，不是命令里有没有 pytest 这个词：echo pytest 运行的是 echo。"
 META_HINT = ("有 shell 符号就拒绝：; & | ` $ < > 和换行都能在允许的命令后面再接一条任意命令"
              "（python -m pytest; rm -rf .），或者改写文件。先检查这些符号，再看开头的词。")
+AMPERSAND_HINT = ("单独一个 & 也要拒绝：它把前面的命令放到后台，接着就运行后面那条"
+                  "（ls & rm -rf .）。要找的是字符 &，不是 &&。")
+SPLIT_HINT = ("拆不开的命令一律拒绝：引号不成对时 shlex.split 拆不出词，也就不知道要运行什么。"
+              "不要退回 str.split() 去猜，返回一段拒绝理由。")
+SPLIT_RAISES_HINT = ("shlex.split 遇到不成对的引号会抛 ValueError："
+                     "用 try/except ValueError 接住它，返回一段拒绝理由（不要让策略抛异常）。")
+WRITE_SYMBOL_HINT = ("写入的 detail 是文件路径，不是命令：R&D.md 里的 & 只是文件名的一部分。"
+                     "先看 action.kind，是 write 就放行，只对命令检查 shell 符号。")
 TYPE_POLICY_HINT = ("允许时返回 True；拒绝时返回 False，或者一段说明原因的文字（str）。"
                     "返回了 None？多半是某个分支忘了 return。")
 
@@ -356,6 +415,7 @@ TYPE_POLICY_HINT = ("允许时返回 True；拒绝时返回 False，或者一段
 META_CASES = [
     ("python -m pytest; rm -rf .", "分号接上第二条命令"),
     ("ls && rm -rf .", "&& 接上第二条命令"),
+    ("ls & rm -rf .", "单独一个 & 把 ls 放到后台，再运行第二条"),
     ("ls | sh", "管道"),
     ("ls $(rm -rf .)", "$( ) 先运行括号里的命令"),
     ("ls `rm -rf .`", "反引号先运行里面的命令"),
@@ -385,8 +445,11 @@ def _policy_cases(rng: random.Random) -> list[tuple[str, Action, bool, str]]:
         ("lsblk → 拒绝", command("lsblk"), False, WORDS_HINT),
         ("rm -rf . → 拒绝", command("rm -rf ."), False, LIST_HINT),
         ("echo pytest → 拒绝", command("echo pytest"), False, SUBSTRING_HINT),
-        *[(f"{text!r}（{label}）→ 拒绝", command(text), False, META_HINT)
+        *[(f"{text!r}（{label}）→ 拒绝", command(text), False,
+           AMPERSAND_HINT if text == "ls & rm -rf ." else META_HINT)
           for text, label in META_CASES],
+        ("ls 'shop（引号不成对，拆不开）→ 拒绝", command("ls 'shop"), False, SPLIT_HINT),
+        ("写入 docs/R&D.md → 允许", Action("write", "docs/R&D.md"), True, WRITE_SYMBOL_HINT),
         (f"ls 一个随机的文件夹 → 允许{FRESH}", command(f"ls {folder}"), True, ARGS_HINT),
         (f"一个随机的程序 → 拒绝{FRESH}", command(f"{program} -rf ."), False, LIST_HINT),
     ]
@@ -410,8 +473,10 @@ def _policy_problem(got: Any, allowed: bool) -> Problem:
 def check_my_policy(fn: Callable[[Action], Any]) -> Verdict:
     """Exercise 8.3: allow python -m pytest, ls and writes; refuse the rest and shell syntax."""
     report = Report("练习 8.3：my_policy —— 只允许 python -m pytest 和 ls")
+    if report.borrows(fn):
+        return report.verdict()
     for name, action, allowed, hint in _policy_cases(random.Random()):
         with report.case(name):
-            got = attempt(fn, action).get(hint)
+            got = attempt(fn, action).get(SPLIT_RAISES_HINT if hint == SPLIT_HINT else hint)
             _fail_with(report, name, _policy_problem(got, allowed), hint)
     return report.verdict()

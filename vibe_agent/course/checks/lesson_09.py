@@ -7,18 +7,23 @@
                                `workspace_diff` writes it) changes, in order
 
 `check_judge_by_tests` builds a small project per case in a temporary folder and hands
-the learner's function a run result whose answer and stop reason may lie. Each case
-targets one typical mistake (trusting the answer, looking for "passed" in the output,
-running a fixed command, ignoring the time limit, running outside the sandbox) and
-carries the hint for it. Running the command with the package's `run_in_sandbox` (or
-the agent's own `run_command` tool) is what the exercise asks for, so nothing of the
-package is refused. `check_changed_files` feeds diffs made by `workspace_diff` from small
-before/after folders; reading them with the unidiff library is allowed.
+the learner's function a run result whose answer, stop reason and earlier tool results
+may lie. Each case targets one typical mistake (trusting the answer, looking for "passed"
+in the output, reusing the model's own test run, running a fixed command, ignoring the
+time limit, running outside the sandbox) and carries the hint for it; two projects are
+judged again in folders with random names, so an answer keyed on folder names fails.
+"Outside the sandbox" is told by a test that must not see a file next to the workspace:
+where bubblewrap cannot isolate commands, that case is skipped with a note. Running the
+command with the package's `run_in_sandbox` (or the agent's own `run_command` tool) is
+what the exercise asks for, so nothing public of the package is refused.
+`check_changed_files` feeds diffs made by `workspace_diff` from small before/after
+folders; reading them with the unidiff library is allowed.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -29,6 +34,7 @@ from typing import Any
 
 from ...coding import workspace_diff
 from ...loop import AgentResult, StopReason
+from ...sandbox import why_not_isolated
 from ...trace import Trace
 from . import Report, Verdict, attempt, fail, short
 
@@ -49,11 +55,32 @@ TEST_NO_SECRET = {"test_env.py": "import os\n\n\ndef test_no_key_in_the_environm
 CHECK_FAILS = {"check.py": "import sys\n\nprint('校验失败：2 条规则不满足')\nsys.exit(1)\n"}
 OWN_RUNNER = {"run_tests.py": "import sys\n\nprint('0 passed, 3 failed')\nsys.exit(1)\n"}
 SLOW = {"slow_test.py": "import time\n\ntime.sleep(2)\nprint('all 12 tests passed')\n"}
+TEST_WITH_ERROR = {"test_calc.py": "import pytest\n\nfrom calc import add\n\n\n"
+                                   "@pytest.fixture\ndef database():\n"
+                                   "    raise ConnectionError('连不上测试数据库')\n\n\n"
+                                   "def test_add():\n    assert add(2, 3) == 5\n\n\n"
+                                   "def test_saved(database):\n    assert database\n"}
+OUTSIDE = "{outside}"  # replaced by a file the checker leaves next to the project
+TEST_CANNOT_SEE_OUTSIDE = {"test_outside.py": "from pathlib import Path\n\n\n"
+                                              "def test_the_host_is_out_of_sight():\n"
+                                              f"    assert not Path({OUTSIDE!r}).exists()\n"}
 FAKE_KEY = "sk-checker-fake-key-not-real"
 
 SAYS_FIXED = "已修复，测试全部通过。"
 SAYS_NOT_FIXED = "抱歉，我没能修好，测试仍然失败。"
 
+ERROR_HINT = ("“1 passed, 1 error” 里有 passed、没有 failed，可测试并没有全过：fixture 出错的测试"
+              "算 error，不算 failed。不要在输出里找字，看退出码：exit_code == 0 才算通过。")
+SANDBOX_HINT = ("测试看到了工作区外面的文件：命令没有在沙箱里运行。只删掉几个环境变量不够，"
+                "subprocess.run 运行的命令能读写你能读写的一切。"
+                "用 vibe_agent.sandbox.run_in_sandbox。")
+TOOL_RESULT_HINT = ("不要从 result.messages 里找模型自己跑测试的结果（“exit code: 0”）：那是运行中"
+                    "某一次的结果，之后模型可能又改了代码（这里就改坏了）。判定时在 workspace 里"
+                    "重新运行 test_command。")
+HARD_CODED_HINT = ("这一项的项目和前面某一项一模一样，只是换了一个随机的文件夹名，结果却不对了："
+                   "不要按文件夹名字（或检查器的用例顺序）写死答案，要在 workspace 里真的运行 "
+                   "test_command。")
+FRESH = "（每次运行都不一样）"  # ends the name of a case made up afresh on each run
 WORKSPACE_HINT = ("用参数 workspace 指定的文件夹运行测试：不要用笔记本里的全局变量，"
                   "也不要用任务的原始项目（task.repo）。")
 
@@ -71,6 +98,8 @@ class JudgeCase:
     stop_reason: StopReason = StopReason.ANSWERED
     timeout: float = 30.0
     env: dict[str, str] = field(default_factory=dict)
+    messages: list[dict[str, Any]] = field(default_factory=list)  # the run's, before the answer
+    isolated_only: bool = False  # only decidable where bubblewrap isolates commands
 
 
 JUDGE_CASES = [
@@ -104,20 +133,44 @@ JUDGE_CASES = [
               "测试看到了 OPENAI_API_KEY：命令没有在沙箱里运行（subprocess.run 会把你的环境变量，"
               "连同 key，一起交给测试）。用 vibe_agent.sandbox.run_in_sandbox。",
               env={"OPENAI_API_KEY": FAKE_KEY}),
+    JudgeCase("“1 passed, 1 error”：一个测试的 fixture 出错了", INI | CALC_RIGHT | TEST_WITH_ERROR,
+              False, ERROR_HINT),
+    JudgeCase("测试不能看到工作区外面的文件：必须在沙箱里跑", INI | TEST_CANNOT_SEE_OUTSIDE, True,
+              SANDBOX_HINT, isolated_only=True),
+    JudgeCase("模型中途跑过测试（exit code: 0），之后又把代码改坏了", INI | CALC_WRONG | TEST_ADD,
+              False, TOOL_RESULT_HINT, messages=[
+                  {"role": "user", "content": "修好 calc.py 里的 add。"},
+                  {"role": "assistant", "content": None, "tool_calls": [{
+                      "id": "call_1", "type": "function", "function": {
+                          "name": "run_command",
+                          "arguments": '{"command": "python -m pytest -q"}'}}]},
+                  {"role": "tool", "tool_call_id": "call_1",
+                   "content": "exit code: 0\n.                                  [100%]\n"
+                              "1 passed in 0.01s\n"},
+                  {"role": "assistant", "content": None, "tool_calls": [{
+                      "id": "call_2", "type": "function", "function": {
+                          "name": "edit_file", "arguments": '{"path": "calc.py", '
+                          '"old": "a + b", "new": "a - b"}'}}]},
+                  {"role": "tool", "tool_call_id": "call_2", "content": "Edited calc.py."}]),
 ]
+# Cases run again in a folder with a random name: the same project must get the same verdict.
+FRESH_AGAIN = (0, 1)
 
 
-def _run_result(answer: str, stop_reason: StopReason) -> AgentResult:
-    """A finished run as `run_agent` returns it: an answer, a stop reason, no steps."""
-    return AgentResult(answer=answer, stop_reason=stop_reason, message="（检查器构造的运行结果）",
-                       messages=[{"role": "assistant", "content": answer}], trace=Trace())
+def _run_result(case: JudgeCase) -> AgentResult:
+    """A finished run as `run_agent` returns it: its messages, an answer, a stop reason."""
+    return AgentResult(answer=case.answer, stop_reason=case.stop_reason,
+                       message="（检查器构造的运行结果）", trace=Trace(),
+                       messages=[*case.messages, {"role": "assistant", "content": case.answer}])
 
 
-def _write(root: Path, files: dict[str, str]) -> Path:
-    """A new folder holding `files` (relative path -> text)."""
+def _write(root: Path, files: dict[str, str], outside: Path | None = None) -> Path:
+    """A new folder holding `files` (relative path -> text; OUTSIDE names `outside`)."""
     root.mkdir(parents=True)
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
+        if outside is not None:
+            text = text.replace(OUTSIDE, str(outside))
         (root / name).write_text(text, encoding="utf-8")
     return root
 
@@ -154,17 +207,31 @@ def _judge_problem(got: Any, case: JudgeCase, seconds: float) -> str | None:
 def check_judge_by_tests(fn: Callable[..., Any]) -> Verdict:
     """Exercise 9.1: decide by the test command's exit code in the sandbox, nothing else."""
     report = Report("练习 9.1：judge_by_tests —— 修好没有，由测试说了算")
+    if report.borrows(fn):
+        return report.verdict()
+    unisolated = why_not_isolated()
     with tempfile.TemporaryDirectory(prefix="vibe-judge-") as folder:
-        for number, case in enumerate(JUDGE_CASES, 1):
-            with report.case(case.name):
-                workspace = _write(Path(folder) / f"project-{number}", case.files)
-                result = _run_result(case.answer, case.stop_reason)
+        outside = Path(folder) / "outside.txt"
+        outside.write_text("工作区外面的文件\n", encoding="utf-8")
+        runs = [(case.name, case, f"project-{number}")
+                for number, case in enumerate(JUDGE_CASES, 1)]
+        runs += [(f"{JUDGE_CASES[i].name}，换一个随机的文件夹名{FRESH}", JUDGE_CASES[i],
+                  f"project-{secrets.token_hex(4)}") for i in FRESH_AGAIN]
+        for name, case, folder_name in runs:
+            if case.isolated_only and unisolated is not None:
+                report.note(f"{name}：跳过——这台机器不能隔离命令（{unisolated}），"
+                            "在沙箱里和不在沙箱里运行看不出区别。")
+                continue
+            with report.case(name):
+                workspace = _write(Path(folder) / folder_name, case.files, outside)
                 started = time.monotonic()
                 with _environment(case.env):
-                    outcome = attempt(fn, result, workspace, case.command, case.timeout)
+                    outcome = attempt(fn, _run_result(case), workspace, case.command,
+                                      case.timeout)
                 got = outcome.get(case.hint)
                 if problem := _judge_problem(got, case, time.monotonic() - started):
-                    fail(problem, case.hint)
+                    fresh = name.endswith(FRESH) and report.failed == 0
+                    fail(problem, HARD_CODED_HINT if fresh else case.hint)
     return report.verdict()
 
 
@@ -178,6 +245,9 @@ PARSING_NEW = ('def parse_cents(text: str) -> int:\n    cleaned = text.strip()\n
                '    return int(Decimal(cleaned) * 100)\n')
 SQL_OLD = "-- 按地区汇总（旧）\nSELECT region, SUM(cents) FROM sales GROUP BY region;\n"
 SQL_NEW = "SELECT region, SUM(cents) AS total FROM sales GROUP BY region;\n"
+AB_OLD = ("-- a/b 测试：新版结账页\nSELECT variant, COUNT(*) FROM orders GROUP BY variant;\n"
+          "-- a/b 测试结束\n")
+AB_NEW = "SELECT variant, COUNT(*) AS orders FROM orders GROUP BY variant;\n"
 
 
 @dataclass
@@ -215,6 +285,12 @@ DIFF_CASES = [
              "删掉的一行 “-- 注释” 在 diff 里成了 “--- 注释”：以 --- 开头的不一定是文件头。"
              "文件头是紧挨着的两行 “--- …” 和 “+++ …”，而且在 @@ 块之外；"
              "也可以直接用已经装好的 unidiff 库：[f.path for f in PatchSet(diff)]。"),
+    DiffCase("删掉的一行是 SQL 注释 “-- a/b 测试”", {"ab_test.sql": AB_OLD},
+             {"ab_test.sql": AB_NEW}, ["ab_test.sql"],
+             "删掉的一行 “-- a/b 测试” 在 diff 里成了 “--- a/b 测试”，和文件头长得一模一样："
+             "不是每一行 “--- a/” 都是文件头。文件头是紧挨着的两行 “--- …” 和 “+++ …”，"
+             "而且在 @@ 块之外（块里有几行，@@ 那一行写着）；"
+             "最稳的是用已经装好的 unidiff 库：[f.path for f in PatchSet(diff)]。"),
     DiffCase("什么也没改（空 diff）", {"calc.py": "x = 1\n"}, {"calc.py": "x = 1\n"}, [],
              "空字符串里没有文件：返回空列表。"),
 ]
@@ -235,6 +311,8 @@ def _diff_problem(got: Any, expected: list[str]) -> str | None:
 def check_changed_files(fn: Callable[[str], Any]) -> Verdict:
     """Exercise 9.2: the paths a unified diff changes, in order, each once."""
     report = Report("练习 9.2：changed_files —— agent 改了哪些文件")
+    if report.borrows(fn):
+        return report.verdict()
     with tempfile.TemporaryDirectory(prefix="vibe-diff-") as folder:
         for number, case in enumerate(DIFF_CASES, 1):
             with report.case(case.name):

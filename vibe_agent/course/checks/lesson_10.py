@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 import shlex
 import tempfile
 from collections.abc import Callable
@@ -29,7 +30,7 @@ from unidiff import PatchSet
 
 from ...sandbox import run_in_sandbox
 from ..bench import TaskRecord, summary
-from ..tasks import Task, TaskError, apply_fix, copy_repo, load_task
+from ..tasks import SUITE_DIR, Task, TaskError, apply_fix, copy_repo, load_task
 from . import Report, Verdict, attempt, fail, short
 
 # ---------------------------------------------------------------------------
@@ -66,6 +67,14 @@ PASSES_HINT = ("应用 fix.patch 以后测试必须通过（退出码 0）：补
 TIMEOUT_HINT = "测试超时了：任务的测试应当几秒内跑完，不要 sleep，也不要访问网络。"
 TOUCHES_TESTS_HINT = ("参考修复只能改被测的代码，不能改测试：改了测试的“修复”，"
                       "任何模型照做都能通过。把补丁限制在代码文件里。")
+LEAK_PART_HINT = ("prompt 里有补丁改动的那一小段代码：哪怕不是整行，模型照着改也能通过，"
+                  "分数就虚高了。prompt 只写用户看到的现象（输入什么、期望什么、实际得到什么），"
+                  "不写判断条件、变量名怎么改。")
+CONFIG_HINT = ("fix.patch 改了测试的配置或测试的钩子：在 pytest.ini 里 --deselect 掉失败的测试、"
+               "在 conftest.py 里把结果改成通过，任何模型照做都能“通过”，测的就不是修 bug 了。"
+               "参考修复只改被测的代码，pytest.ini、conftest.py 这些文件留在 repo/ 里不动。")
+BUNDLED_HINT = ("这是包里自带的评测任务的拷贝：它已经在评测集里了，再出一遍测不到新东西。"
+                "自己想一个 bug（可以来自你自己的项目），写出它的代码、测试和修复。")
 LEAK_HINT = ("prompt 只写症状（看到了什么、期望什么），不写修法：补丁新加的代码行出现在 prompt 里，"
              "模型只要照抄就能通过，分数就虚高了。把这句从 prompt 里删掉，换成用户看到的现象。")
 FLAKY_HINT = ("同一个项目跑两次，结果不一样：这是不稳定（flaky）的测试，分数会忽高忽低。"
@@ -100,6 +109,11 @@ def _runner_problem(command: str) -> str | None:
     return None
 
 
+# Files that decide how tests run (or that shadow the test runner): a fix must not touch them.
+TEST_MACHINERY = {"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml",
+                  "pytest.py", "sitecustomize.py", "usercustomize.py"}
+
+
 def _is_test_file(path: PurePosixPath) -> bool:
     return path.suffix == ".py" and (path.name.startswith("test_")
                                      or path.name.endswith("_test.py"))
@@ -125,6 +139,56 @@ def leaked_lines(prompt: str, patch_text: str) -> list[str]:
     added = [line.value.strip() for f in PatchSet(patch_text) for hunk in f for line in hunk
              if line.is_added]
     return [line for line in added if len(line) >= LEAK_MIN_CHARS and line in prompt]
+
+
+TOKEN = re.compile(r"\w+|[^\w\s]+")
+
+
+def leaked_fragments(prompt: str, patch_text: str) -> list[str]:
+    """Pieces of changed code the prompt holds: two or three neighbouring tokens of an added
+    line, one of them new in its hunk (and not a number), at least 4 characters without
+    spaces and holding a letter (spaces in the prompt do not count either).
+    "判断条件应该是 total >= FREE_FROM" leaks `total >=` of the added line
+    `if total >= FREE_FROM:`.
+
+    Args:
+        prompt: the task's prompt.
+        patch_text: the task's fix, a unified diff.
+    """
+    squeezed = "".join(prompt.split())
+    found: list[str] = []
+    for patched in PatchSet(patch_text):
+        for hunk in patched:
+            removed = [t for line in hunk if line.is_removed for t in TOKEN.findall(line.value)]
+            for line in (line for line in hunk if line.is_added):
+                tokens = TOKEN.findall(line.value)
+                for i, token in enumerate(tokens):
+                    if token in removed or token.isdigit():
+                        continue
+                    for window in (tokens[i - 1:i + 1] if i else [], tokens[i:i + 2],
+                                   tokens[max(i - 1, 0):i + 2]):
+                        text = " ".join(window)
+                        joined = "".join(window)
+                        if len(joined) >= 4 and re.search(r"[A-Za-z_]", joined) \
+                                and joined in squeezed and text not in found:
+                            found.append(text)
+    return found
+
+
+def _bundled_copy(task: Task) -> str | None:
+    """The name of the bundled task `task` is a copy of (same fix, or same project), or None."""
+    assert task.fix_patch is not None
+    patch = task.fix_patch.read_bytes()
+    files = _files(task.repo)
+    for bundled in sorted(p for p in SUITE_DIR.iterdir() if (p / "fix.patch").is_file()):
+        if (bundled / "fix.patch").read_bytes() == patch or _files(bundled / "repo") == files:
+            return bundled.name
+    return None
+
+
+def _files(repo: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(repo)): p.read_bytes() for p in sorted(repo.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts and ".pytest_cache" not in p.parts}
 
 
 def _tail(output: str, lines: int = 2) -> str:
@@ -153,6 +217,8 @@ def _load_hint(error: TaskError) -> str:
 def check_my_task(fn: Callable[[Path], Any]) -> Verdict:
     """Exercise 10.1: the learner's task fails as shipped, passes with its fix, every time."""
     report = Report("练习 10.1：write_my_task —— 自己出一道修 bug 的题")
+    if report.borrows(fn):
+        return report.verdict()
     with tempfile.TemporaryDirectory(prefix="vibe-my-task-") as temp:
         folder = Path(temp) / "my_task"
         folder.mkdir()
@@ -173,6 +239,9 @@ def check_my_task(fn: Callable[[Path], Any]) -> Verdict:
         with report.case("带着参考修复 fix.patch"):
             if task.fix_patch is None:
                 fail("folder 里没有 fix.patch", PATCH_HINT)
+        with report.case("自己出的题，不是包里自带任务的拷贝"):
+            if task.fix_patch is not None and (name := _bundled_copy(task)):
+                fail(f"这道题和包里自带的任务 {name} 一样", BUNDLED_HINT)
         with report.case("test_command 真的运行测试"):
             if problem := _runner_problem(task.test_command):
                 fail(problem, RUNNER_HINT)
@@ -197,10 +266,16 @@ def check_my_task(fn: Callable[[Path], Any]) -> Verdict:
                        or "tests" in PurePosixPath(p).parts[:-1]]
             if touched:
                 fail(f"fix.patch 改了测试文件 {touched}", TOUCHES_TESTS_HINT)
+            machinery = [p for p in _patched_paths(task) if PurePosixPath(p).name in TEST_MACHINERY]
+            if machinery:
+                fail(f"fix.patch 改了决定测试怎么运行的文件 {machinery}", CONFIG_HINT)
         with report.case("prompt 不泄露修复"):
             leaked = leaked_lines(task.prompt, task.fix_patch.read_text(encoding="utf-8"))
             if leaked:
                 fail(f"补丁新加的代码行出现在 prompt 里：{short(leaked)}", LEAK_HINT)
+            pieces = leaked_fragments(task.prompt, task.fix_patch.read_text(encoding="utf-8"))
+            if pieces:
+                fail(f"补丁改动的代码片段出现在 prompt 里：{short(pieces)}", LEAK_PART_HINT)
         with report.case("再跑一次，结果不变（不是 flaky 测试）"):
             again_before, again_after = _run(task, pristine), _run(task, fixed)
             changed = [name for name, first, second in [("出厂的 repo/", before, again_before),
@@ -252,6 +327,8 @@ EMPTY_HINT = ("一条记录也没有时不能做除法：pass_rate 和 tokens_pe
 PERCENT_HINT = "pass_rate 是 0 到 1 之间的小数（2/3 ≈ 0.667），不是百分数 66.7。"
 ERRORS_HINT = ("出错的任务（stop_reason == \"error\"）也是任务：算进 tasks，不算通过。"
                "把它们去掉，通过率就虚高了。")
+FLOOR_HINT = ("除法用 /，不用 //：整除把小数部分丢掉了（3002 / 3 ≈ 1000.67，3002 // 3 = 1000）。"
+              "通过率和平均 tokens 都是带小数的数。")
 KEYS_HINT = ("返回一个字典，正好这五个键：tasks、passed、pass_rate、tokens、tokens_per_task。")
 
 
@@ -292,6 +369,9 @@ SUMMARY_CASES: list[tuple[str, list[TaskRecord], str]] = [
     ("一个任务出错（stop_reason == \"error\"）", [
         _record("a", True, 800), _record("b", False, 900, stop="max_iters"),
         _record("c", False, None, stop="error", error="ReplayMiss: …")], ERRORS_HINT),
+    ("平均 tokens 除不尽", [
+        _record("a", True, 1000), _record("b", True, 1001), _record("c", False, 1001)],
+     FLOOR_HINT),
     ("一条记录也没有", [], EMPTY_HINT),
 ]
 
@@ -320,6 +400,9 @@ def _summary_problem(got: Any, records: list[TaskRecord]) -> tuple[str, str] | N
         ("tokens_per_task", sum(known) / len(known) if known else None, SKIP_NONE_HINT,
          "你只对报告了 tokens 的任务求了平均"),
         ("pass_rate", 100 * wanted["pass_rate"], PERCENT_HINT, "你写成了百分数"),
+        ("pass_rate", wanted["passed"] // n, FLOOR_HINT, "你用了整除 //"),
+        ("tokens_per_task", None if wanted["tokens"] is None else wanted["tokens"] // n,
+         FLOOR_HINT, "你用了整除 //"),
     ]
     for key, value, hint, said in mistakes:
         if not _equal(wanted[key], value) and _equal(got[key], value):
