@@ -1,0 +1,213 @@
+"""Lesson 15's checkers: your own `accumulate`, and a slash command for the terminal agent."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import openai
+from rich.console import Console
+
+from ...coding import snapshot
+from ...stream import accumulate, assemble
+from ...terminal import Session
+from ..scripted import ScriptedModel
+from ..sse import event_stream
+from . import Report, attempt, fail, short
+
+# --- exercise 15.1: my_accumulate ---------------------------------------------------
+
+
+def _chunk(delta: dict[str, Any] | None, finish: str | None = None,
+           **extra: Any) -> dict[str, Any]:
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    return {"id": "chatcmpl-check", "object": "chat.completion.chunk", "created": 1,
+            "model": "checker", "choices": choices, **extra}
+
+
+def _call(index: int | None, id: str | None = None, name: str | None = None,
+          arguments: str | None = None) -> dict[str, Any]:
+    delta: dict[str, Any] = {"function": {}}
+    if index is not None:
+        delta["index"] = index
+    if id is not None:
+        delta |= {"id": id, "type": "function"}
+    if name is not None:
+        delta["function"]["name"] = name
+    if arguments is not None:
+        delta["function"]["arguments"] = arguments
+    return {"tool_calls": [delta]}
+
+
+def sdk_chunks(chunks: list[dict[str, Any]]) -> list[Any]:
+    """These chunk bodies as the SDK hands them out: served as server-sent events to a
+    genuine `openai.OpenAI` client, read back as `ChatCompletionChunk` objects."""
+    body = event_stream(chunks)
+    transport = httpx2.MockTransport(lambda request: httpx2.Response(
+        200, content=body, headers={"content-type": "text/event-stream"}))
+    client = openai.OpenAI(api_key="checker", base_url="http://checker.invalid/v1",
+                           max_retries=0, http_client=httpx2.Client(transport=transport))
+    return list(client.chat.completions.create(
+        model="checker", messages=[{"role": "user", "content": "x"}], stream=True))
+
+
+def _accumulate_cases() -> list[tuple[str, list[dict[str, Any]], str]]:
+    """(name, chunks, hint): fresh ids and values every run, so nothing can be hard-coded."""
+    a, b = f"call_{uuid.uuid4().hex[:6]}", f"call_{uuid.uuid4().hex[:6]}"
+    x, y = uuid.uuid4().int % 900 + 100, uuid.uuid4().int % 90 + 10
+    expr = f'{{"expression": "{x} * {y}"}}'
+    return [
+        ("只有文字", [_chunk({"role": "assistant", "content": ""}), _chunk({"content": f"{x} × "}),
+                  _chunk({"content": f"{y} = {x * y}"}), _chunk({}, "stop")],
+         "把每个数据块 delta.content 里的文字按到达顺序接起来。"),
+        ("两个调用交替到达", [
+            _chunk({"role": "assistant", "content": ""}), _chunk(_call(0, a, "calculator", "")),
+            _chunk(_call(1, b, "get_time", "")), _chunk(_call(0, arguments=expr[:9])),
+            _chunk(_call(1, arguments="{}")), _chunk(_call(0, arguments=expr[9:])),
+            _chunk({}, "tool_calls")],
+         "按 delta 里的 index 把参数接到对应的那个调用上，不要接到“最后一个到达的调用”上。"),
+        ("id 只在第一个 delta 里", [
+            _chunk(_call(0, a, "calculator", expr[:5])), _chunk(_call(0, "", None, expr[5:])),
+            _chunk({}, "tool_calls")],
+         "后面的 delta 里 id 是空字符串或没有：只在还没有 id 时记下它，别用空值覆盖。"),
+        ("只有一个调用、没有 index", [
+            _chunk(_call(None, a, "calculator", expr[:7])),
+            _chunk(_call(None, None, None, expr[7:])),
+            _chunk({}, "tool_calls")],
+         "有的服务只有一个调用时不发 index（是 None）：这时接到上一个调用上（没有就当第 0 个）。"),
+        ("参数在 JSON 转义中间断开", [
+            _chunk(_call(0, a, "search", '{"q": "\\u4e')),
+            _chunk(_call(0, arguments='2d\\u6587"}')),
+            _chunk({}, "tool_calls")],
+         "参数是一段被切开的文字：先原样接起来，整段接完之前不要 json.loads 任何一块。"),
+        ("最后一块只有 usage、没有 choices", [
+            _chunk({"content": "好"}), _chunk({}, "stop"),
+            _chunk(None, usage={"prompt_tokens": x, "completion_tokens": y,
+                                "total_tokens": x + y})],
+         "stream_options 的 include_usage 会在最后多发一块：choices 是空列表，跳过它。"),
+        ("调用按 index 排序", [
+            _chunk(_call(1, b, "get_time", "{}")), _chunk(_call(0, a, "calculator", expr)),
+            _chunk({}, "tool_calls")],
+         "结果里的 tool_calls 按 index 从小到大排，不按到达顺序。"),
+    ]
+
+
+def _normalised(message: Any) -> Any:
+    """The parts that matter: role, content (None and "" alike when there are calls) and
+    the calls; `tool_calls` missing, None and [] alike."""
+    if not isinstance(message, dict):
+        return message
+    calls = message.get("tool_calls") or []
+    content = message.get("content")
+    if calls and content == "":
+        content = None
+    return {"role": message.get("role"), "content": content, "tool_calls": calls}
+
+
+def check_accumulate(fn: Any) -> Any:
+    """Exercise 15.1: `my_accumulate(chunks) -> dict`, checked on SDK chunk objects."""
+    report = Report("练习 15.1：my_accumulate —— 把流式数据块拼回一条 assistant 消息")
+    if report.borrows(fn, accumulate, assemble, hint="这个练习就是自己写出 accumulate："
+                      "不要调用包里的 accumulate / assemble。"):
+        return report.verdict()
+    for name, chunks, hint in _accumulate_cases():
+        with report.case(name):
+            wanted = _normalised(accumulate(chunks))
+            got = attempt(fn, sdk_chunks(chunks)).get(hint)
+            if not isinstance(got, dict):
+                fail(f"应该返回一个字典（assistant 消息），得到 {short(got)}",
+                     "返回 {\"role\": \"assistant\", \"content\": ..., \"tool_calls\": [...]}。")
+            if _normalised(got) != wanted:
+                fail(f"期望 {short(wanted, 160)}，得到 {short(_normalised(got), 160)}", hint)
+            calls = got.get("tool_calls") or []
+            for call in calls:
+                if call.get("type") != "function":
+                    fail("每个 tool_call 都要有 \"type\": \"function\"。",
+                         "非流式接口给的 tool_calls 每一项都带 type，放回历史时服务商会检查。")
+    return report.verdict()
+
+
+# --- exercise 15.2: the /files slash command ----------------------------------------
+
+FILES = {"app.py": "def total(items):\n    return sum(items)\n",
+         "README.md": "# demo\n\nA tiny project.\n",
+         "old.txt": "to be removed\nsecond line\n"}
+
+
+def _files_cases() -> list[tuple[str, Any, list[str], str]]:
+    n = uuid.uuid4().int % 5 + 2
+
+    def edit_app(root: Path) -> None:
+        (root / "app.py").write_text("def total(items):\n    return sum(items) + 0\n"
+                                     + "".join(f"# note {i}\n" for i in range(n)))
+
+    def add_and_delete(root: Path) -> None:
+        (root / "notes").mkdir()
+        (root / "notes" / "todo.md").write_text("".join(f"- item {i}\n" for i in range(n)))
+        (root / "old.txt").unlink()
+
+    def plus_plus(root: Path) -> None:  # added lines that themselves start with "++"
+        (root / "README.md").write_text("# demo\n\n++ counted twice?\n+++ and this?\n"
+                                        "A tiny project.\n")
+
+    def edit_twice(root: Path) -> None:  # the session's whole change, not the last turn's
+        (root / "app.py").write_text("def total(items):\n    return 0\n# extra\n")
+
+    return [
+        ("没有改动", lambda root: None, ["没有改动的文件。"],
+         "和会话开始时（session.start）比，一个文件都没变：打印“没有改动的文件。”"),
+        ("改了一个文件", edit_app, [f"app.py +{n + 1} -1"],
+         "每个改过的文件一行：路径、加了几行、删了几行，格式是 “app.py +2 -1”。"),
+        ("新文件和删掉的文件", add_and_delete, [f"notes/todo.md +{n} -0", "old.txt +0 -2"],
+         "新文件：所有行都是加的；删掉的文件：所有行都是删的。按路径排序。"),
+        ("内容本身以 ++ 开头的行", plus_plus, ["README.md +2 -0"],
+         "diff 里 '+++ ' 开头的不一定是文件头：文件内容以 '++' 开头的新行在 diff 里也是 '+++…'。"
+         "按文件数行，别靠跳过 '+++' 开头的行。"),
+        ("会话里改过两轮", edit_twice, ["app.py +2 -1"],
+         "要和会话开始时（session.start）比，不是和上一轮之前（session.undo）比。"),
+    ]
+
+
+def _session(root: Path) -> tuple[Session, Console]:
+    console = Console(record=True, width=120, file=open(os.devnull, "w"))  # noqa: SIM115
+    session = Session(ScriptedModel([], name="checker").client(), "checker", root, console)
+    return session, console
+
+
+def check_files_command(fn: Any) -> Any:
+    """Exercise 15.2: `files_command(session, argument)` prints the changed files."""
+    report = Report("练习 15.2：/files —— 列出这次会话改过的文件和行数")
+    if report.borrows(fn):
+        return report.verdict()
+    for name, change, wanted, hint in _files_cases():
+        with report.case(name), tempfile.TemporaryDirectory() as temp:
+            root = Path(temp)
+            for path, text in FILES.items():
+                (root / path).write_text(text)
+            session, console = _session(root)
+            if name == "会话里改过两轮":  # turn 1 added a line; turn 2 changes another
+                session.undo.append(snapshot(root))
+                (root / "app.py").write_text(FILES["app.py"] + "# extra\n")
+                session.undo.append(snapshot(root))
+            change(root)
+            before = {p.relative_to(root).as_posix(): p.read_bytes()
+                      for p in root.rglob("*") if p.is_file()}
+            console.export_text(clear=True)
+            attempt(fn, session, "").get("这个函数不应该抛异常。")
+            lines = [line.strip() for line in console.export_text().splitlines() if line.strip()]
+            after = {p.relative_to(root).as_posix(): p.read_bytes()
+                     for p in root.rglob("*") if p.is_file()}
+            if after != before:
+                fail("它改动了工作区里的文件。", "/files 只看不改：不要写、也不要恢复任何文件。")
+            if not lines:
+                fail("什么也没打印出来（print() 打印的不进会话的 console）。",
+                     "用 session.console.print(...) 打印。")
+            if lines != wanted:
+                fail(f"期望 {json.dumps(wanted, ensure_ascii=False)}，"
+                     f"得到 {json.dumps(lines, ensure_ascii=False)}", hint)
+    return report.verdict()
