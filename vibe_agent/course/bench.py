@@ -218,6 +218,7 @@ def run_task(task: Task, client: openai.OpenAI, model: str, *,
         _stop_check(stop)([])
         # 3. the held-out tests decide, on a pristine copy, after the agent has finished
         verdict = judge(task, workspace)
+        _stop_check(stop)([])  # a judging run killed by Ctrl-C is no verdict
         diff = workspace_diff(before, workspace)
     return TaskRecord(
         task=task.name,
@@ -257,14 +258,15 @@ def _guarded(task: Task, client: openai.OpenAI, model: str, options: dict[str, A
     started = time.perf_counter()
     try:
         return run_task(task, client, model, **options)
-    except TaskError as exc:
-        return task_error_record(task.name, exc)
-    except TaskStopped as exc:
-        return TaskRecord(task=task.name, passed=False, stop_reason="error",
-                          seconds=time.perf_counter() - started,
-                          error="按了 Ctrl-C，任务没有跑完。", error_kind="interrupted",
-                          exception=exc)
-    except Exception as exc:  # a harness error: recorded, and the CLI exits non-zero
+    except Exception as exc:
+        if isinstance(exc, TaskStopped) or options["stop"].is_set():  # its commands were killed
+            return TaskRecord(task=task.name, passed=False, stop_reason="error",
+                              seconds=time.perf_counter() - started,
+                              error="按了 Ctrl-C，任务没有跑完。", error_kind="interrupted",
+                              exception=exc)
+        if isinstance(exc, TaskError):
+            return task_error_record(task.name, exc)
+        # a harness error: recorded, and the CLI exits non-zero
         name = type(exc).__name__
         text = " ".join(str(exc).split())  # a ReplayMiss's text already starts with its name
         text = text if text.startswith(name) else f"{name}: {text}"
@@ -340,9 +342,11 @@ def _interrupted(pool: ThreadPoolExecutor, futures: list[Future[TaskRecord]],
     """Ctrl-C: cancel what is queued, stop what runs, keep what finished."""
     stop.set()
     pool.shutdown(wait=False, cancel_futures=True)
-    _kill_sandboxed_commands()
+    deadline = time.monotonic() + STOP_GRACE_S
     try:
-        wait(futures, timeout=STOP_GRACE_S)
+        while time.monotonic() < deadline and not all(f.done() for f in futures):
+            _kill_sandboxed_commands()  # again and again: a task may be starting one
+            wait(futures, timeout=0.05)
     except KeyboardInterrupt:  # a second Ctrl-C: stop waiting
         pass
     for future in futures:

@@ -24,9 +24,9 @@ say: tests (`tests/`, `test_*.py`, `*_test.py`, `conftest.py`, anything beside t
 a test folder), pytest's configuration files, and new top-level modules (a `pytest.py`
 or `sitecustomize.py` would replace the real one).
 
-Python runs in the judge with `-P` (safe path): pytest and its timeout plugin are
-imported before the project's folder is put on `sys.path`, so no file of the project
-can stand in for them or for the standard library modules they load.
+Python runs in the judge with `-P` (safe path): pytest is imported before the
+project's folder is put on `sys.path`, so no file of the project can stand in for it or
+for the standard library modules it loads.
 
 What held-out tests cannot catch: source code written to fool the tests themselves
 (patching pytest at import time, special-casing the tests' inputs). The diff is on the
@@ -57,9 +57,11 @@ OUTPUT_CHARS = 2_000  # of the judging run's output kept (its end)
 TEST_DIRS = frozenset({"tests", "test", "testing"})
 CONFIG_FILES = frozenset({"pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "conftest.py"})
 IGNORED = frozenset({"__pycache__", ".pytest_cache", ".git"})
-# Imports pytest (and the plugin) from the installation first, then puts the project's
-# folder in front, as `python -m pytest` would, and runs pytest's own command line.
-BOOTSTRAP = ("import os, sys, pytest, pytest_timeout; sys.path.insert(0, os.getcwd()); "
+# Imports pytest from the installation first, then puts the project's folder in front,
+# as `python -m pytest` would, and runs pytest's own command line. (The timeout plugin is
+# imported later, by `-p`: a file of the project could only shadow it if the pristine
+# task shipped one, since the judge drops every new top-level module.)
+BOOTSTRAP = ("import os, sys, pytest; sys.path.insert(0, os.getcwd()); "
              "sys.exit(pytest.console_main())")
 
 
@@ -111,14 +113,13 @@ def is_source(task: Task, path: str, sources: set[str]) -> bool:
 def _why_discarded(path: str, state: str) -> str:
     """The record's note for a change the judge did not take (Chinese, for the table)."""
     kind = test_file_kind(path)
+    verb = {"added": "新建了", "modified": "改了", "deleted": "删了"}[state]
+    undone = "已丢弃" if state == "added" else "已还原"
     if kind is not None:
-        return f"{'删了' if state == 'deleted' else '改了' if state == 'modified' else '新建了'}" \
-               f"{kind}，已还原"
+        return f"{verb}{' ' if kind[0].isascii() else ''}{kind}，{undone}"  # 改了 pytest 配置
     if state == "added" and len(PurePosixPath(path).parts) == 1 and path.endswith(".py"):
         return "新建了顶层模块（会遮蔽标准库或 pytest），已丢弃"
-    if state == "added":
-        return "新建的文件不属于任务的源码，已丢弃"
-    return f"{'删了' if state == 'deleted' else '改了'}源码以外的文件，已还原"
+    return f"{verb}任务源码以外的文件，{undone}"
 
 
 def agent_changes(task: Task, workspace: Path) -> tuple[dict[str, str], dict[str, str]]:
@@ -336,6 +337,11 @@ def _compute(task: Task, key: str) -> TestIds:
                         f"（{', '.join(protected)}）。"
                         "判定时这些文件总是用原样的，参考修复只能改源码。")
     pristine, fixed = test_runs(task)
+    for which, run in (("出厂的项目", pristine), ("应用参考修复后", fixed)):
+        if run.timed_out or run.exit_code is None or run.exit_code < 0:  # nothing is cached
+            raise TaskError(f"{task.folder / 'task.json'}：{which}，判定命令超过了 timeout_s "
+                            f"或被终止（输出结尾：{run.output[-300:]!r}）。请加大 timeout_s，"
+                            "或用 test_timeout_s 限制每个测试。")
     broken = sorted(t for t in pristine.outcomes if pristine.passed(t) and not fixed.passed(t))
     ids = TestIds(tuple(sorted(t for t in fixed.outcomes if fixed.passed(t)
                                and not pristine.passed(t))),
