@@ -211,7 +211,10 @@ def judge_command(task: Task, report: str) -> str:
     """
     args = pytest_args(shlex.split(task.test_command))
     if args is None:
-        raise TaskError(f"{task.folder / 'task.json'}：test_command 必须运行 pytest。")
+        raise TaskError(
+            f'{task.folder / "task.json"}：字段 "test_command" 必须运行 pytest'
+            f'（"python -m pytest …" 或 "pytest …"），现在是 {task.test_command!r}。'
+            "判定要从 pytest 的报告里读出每个测试的结果。")
     per_test = min(task.test_timeout_s or DEFAULT_TEST_TIMEOUT_S, task.timeout_s)
     argv = ["python", "-P", "-B", "-c", BOOTSTRAP,
             "-p", "pytest_timeout", f"--timeout={per_test:g}", "--timeout-method=signal",

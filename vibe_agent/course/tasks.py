@@ -227,16 +227,11 @@ def _check_field(path: Path, data: dict[str, Any], name: str) -> None:
             raise TaskError(f'{path}：字段 "test_command" 里有 NUL 字符（\\u0000），'
                             "命令行里不能有它，请删掉。")
         try:
-            words = shlex.split(value)
+            shlex.split(value)
         except ValueError as error:
             raise TaskError(
                 f'{path}：字段 "test_command" 无法拆成参数（{error}），请检查引号是否成对。'
             ) from error
-        if pytest_args(words) is None:
-            raise TaskError(
-                f'{path}：字段 "test_command" 必须运行 pytest（"python -m pytest …" 或 '
-                f'"pytest …"），现在是 {value!r}。判定要从 pytest 的报告里读出每个测试的结果。'
-            )
 
 
 def pytest_args(words: list[str]) -> list[str] | None:
