@@ -609,7 +609,8 @@ def main(args: argparse.Namespace) -> int:
         factory, about, tape = _factory(mode, args, tasks, experiment)
     except (ConfigError, CassetteError) as exc:
         return _config_error(str(exc))
-    print(f"运行模式：{mode}｜{about}", flush=True)
+    about = about if about.startswith("运行模式") else f"运行模式：{mode}｜{about}"
+    print(about, flush=True)  # the mode line, in every mode
     for record in errors:  # said before the run starts, and again under the table
         print(f"任务文件有误，跳过 {record.task}：{record.error}", file=sys.stderr)
     unisolated = why_not_isolated()
