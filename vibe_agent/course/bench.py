@@ -332,6 +332,10 @@ def run_suite(tasks: Sequence[Task], model_factory: ModelFactory, *, workers: in
                     on_done(record)
     except KeyboardInterrupt:
         raise _interrupted(pool, futures, stop, records, tasks) from None
+    except BaseException:  # e.g. a factory that raises: nothing new starts, then re-raise
+        stop.set()
+        pool.shutdown(cancel_futures=True)
+        raise
     pool.shutdown()
     return [records[task.name] for task in tasks]
 
@@ -579,6 +583,14 @@ def _system_prompt(path: Path | None, recorded: dict[str, Any]) -> str:
 
 def main(args: argparse.Namespace) -> int:
     """`python -m vibe_agent bench`: run, print the table, return the exit code."""
+    try:
+        return _main(args)
+    except KeyboardInterrupt:  # before the run started (run_suite reports its own)
+        print("已中断（Ctrl-C），还没有开始运行任务。", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         mode = bench_mode(args.mode)
         workers = _whole(args.workers, "--workers") or 1

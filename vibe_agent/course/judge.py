@@ -181,6 +181,7 @@ def held_out_copy(task: Task, workspace: Path, dest: Path) -> dict[str, str]:
             target.unlink(missing_ok=True)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
+        target.unlink(missing_ok=True)  # a pristine link is replaced, never written through
         shutil.copyfile(workspace / path, target, follow_symlinks=False)
     return discarded
 
