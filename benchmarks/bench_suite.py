@@ -2,15 +2,21 @@
 
     python benchmarks/bench_suite.py [--latency 0.2] [--workers 4]
 
-Three figures, from one run of this script:
+Four figures, from one run of this script:
 
 1. Whole-suite wall time, serial / `--workers 4`, with a scripted model that waits
    `--latency` seconds per model call (the known-fix reference policy behind a sleep:
    a stand-in for a hosted model's latency; it is not an LLM).
 2. Harness overhead per task: `run_task` with a model that answers at once (copy the
-   project, snapshot, tools, one model call, judge in the sandbox, diff) against the
-   bare test command (`subprocess.run` in a ready copy, no sandbox), measured in turn
-   on every task, `--rounds` times. Medians, and their ratio.
+   project, snapshot, tools, one model call, held-out judging in the sandbox: a
+   pristine copy + the source changes, pytest with its JUnit report and per-test time
+   limit; diff) against the bare test command (`subprocess.run` in a ready copy, no
+   sandbox), measured in turn on every task, `--rounds` times. FAIL_TO_PASS /
+   PASS_TO_PASS are cached (computed once per task, before the timing starts). Medians,
+   and their ratio.
+4. Test runs per reference-mode task: every sandboxed command counted while the
+   known-fix reference model runs the suite, split into the agent's own `run_command`
+   calls and the judge's runs, with a cold cache of test ids and a warm one.
 3. Memory: the peak resident memory of this process plus all its children (sampled
    every 20 ms with psutil: the bench threads, bwrap and the pytest runs they start)
    during the serial run and during the 4-worker run.
@@ -34,7 +40,15 @@ from typing import Any
 
 import psutil
 
-from vibe_agent.course.bench import ModelFactory, TaskRecord, run_suite, run_task
+from vibe_agent import coding
+from vibe_agent.course import judge
+from vibe_agent.course.bench import (
+    ModelFactory,
+    TaskRecord,
+    reference_factory,
+    run_suite,
+    run_task,
+)
 from vibe_agent.course.known_fix import KNOWN_FIX_MODEL_NAME, known_fix_policy
 from vibe_agent.course.scripted import Reply, ScriptedModel, answer
 from vibe_agent.course.tasks import Task, command_argv, command_env, copy_repo, load_suite
@@ -125,6 +139,45 @@ def paired_medians(tasks: list[Task], rounds: int) -> tuple[float, float]:
     return statistics.median(bare), statistics.median(harness)
 
 
+class CountRuns:
+    """Counts sandboxed commands: the agent's (through coding.run_in_sandbox) and the
+    judge's (through judge.run_in_sandbox), by patching the name each module calls."""
+
+    def __init__(self) -> None:
+        self.agent = self.judge = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> CountRuns:
+        self._saved = coding.run_in_sandbox, judge.run_in_sandbox
+        coding.run_in_sandbox = self._counting("agent", self._saved[0])
+        judge.run_in_sandbox = self._counting("judge", self._saved[1])
+        return self
+
+    def _counting(self, who: str, real: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                setattr(self, who, getattr(self, who) + 1)
+            return real(*args, **kwargs)
+
+        return run
+
+    def __exit__(self, *exc: object) -> None:
+        coding.run_in_sandbox, judge.run_in_sandbox = self._saved
+
+
+def runs_per_task(tasks: list[Task], cold: bool) -> tuple[float, float]:
+    """(agent's, judge's) sandboxed runs per task in a reference-mode suite run."""
+    if cold:
+        with tempfile.TemporaryDirectory() as cache:
+            os.environ["XDG_CACHE_HOME"] = cache
+            judge._cache.clear()
+            return runs_per_task(tasks, cold=False)
+    with CountRuns() as count:
+        records = run_suite(tasks, reference_factory(tasks), workers=2)
+    assert all(r.passed for r in records), "the reference run must pass"
+    return count.agent / len(tasks), count.judge / len(tasks)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per model call")
@@ -136,6 +189,16 @@ def main() -> None:
     tasks, errors = load_suite()
     assert not errors, errors
     why_not_isolated()  # probe bubblewrap before timing anything
+    saved_cache = os.environ.get("XDG_CACHE_HOME")
+    cold_agent, cold_judge = runs_per_task(tasks, cold=True)
+    if saved_cache is None:
+        del os.environ["XDG_CACHE_HOME"]
+    else:
+        os.environ["XDG_CACHE_HOME"] = saved_cache
+    judge._cache.clear()
+    for task in tasks:  # FAIL_TO_PASS / PASS_TO_PASS, computed once (or read from disk)
+        judge.test_ids(task)
+    warm_agent, warm_judge = runs_per_task(tasks, cold=False)
     factory = slow_known_fix(args.latency)
     serial, serial_rss, records = timed_suite(tasks, factory, workers=1)
     parallel, parallel_rss, parallel_records = timed_suite(tasks, factory, args.workers)
@@ -154,8 +217,13 @@ def main() -> None:
         (f"ratio serial / {args.workers} workers", f"{serial / parallel:.2f}x"),
         ("model waiting alone, serial", f"{calls * args.latency:.1f} s"),
         ("bare test command per task (median)", f"{bare * 1000:.0f} ms"),
-        ("harness per task: copy+tools+sandbox judging+diff (median)", f"{harness * 1000:.0f} ms"),
+        ("harness per task: copy+tools+held-out judging+diff (median)",
+         f"{harness * 1000:.0f} ms"),
         ("ratio harness / bare test command", f"{harness / bare:.2f}x"),
+        ("test runs per reference task, warm cache (agent + judge)",
+         f"{warm_agent + warm_judge:.2f} ({warm_agent:.2f} + {warm_judge:.2f})"),
+        ("test runs per reference task, cold cache (agent + judge)",
+         f"{cold_agent + cold_judge:.2f} ({cold_agent:.2f} + {cold_judge:.2f})"),
         ("peak RSS self+children, serial", f"{serial_rss / mib:.0f} MiB"),
         (f"peak RSS self+children, {args.workers} workers", f"{parallel_rss / mib:.0f} MiB"),
     ]

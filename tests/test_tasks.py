@@ -1,15 +1,16 @@
 """Tests for the bug-fix task suite and its loader.
 
 Every shipped task fails as shipped and passes once its reference fix is applied (run
-for real, in a fresh copy, with the task's own test command); its prompt does not
-give the fix away; its fix is a list of exact, unique edits. Malformed task folders
-give a `TaskError` that names the file at fault.
+for real, in a fresh copy, by the judge: pytest's own report, a per-test time limit);
+its prompt does not give the fix away; its fix is a list of exact, unique edits.
+Malformed task folders give a `TaskError` that names the file at fault. The judge
+keeps only the agent's changes to the task's source (a table of paths below).
 """
 
 from __future__ import annotations
 
 import json
-import re
+import os
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from vibe_agent.course import judge
 from vibe_agent.course.tasks import (
     SUITE_DIR,
     FileEdit,
@@ -55,40 +57,21 @@ def test_the_suite_is_small():
     assert size < 200_000
 
 
-def run_tests(task: Task, project: Path) -> tuple[int, dict[str, int], str]:
-    """Run the task's test command in `project`: exit code, outcome counts, output."""
-    done = subprocess.run(
-        command_argv(task),
-        cwd=project,
-        env=command_env(),
-        timeout=task.timeout_s,
-        capture_output=True,
-        text=True,
-    )
-    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-    found = re.findall(r"(\d+) (passed|failed|errors?)\b", summary)
-    counts = {kind: int(number) for number, kind in found}
-    return done.returncode, counts, done.stdout + done.stderr
-
-
 @pytest.mark.parametrize("task", by_name(TASKS))
-def test_fails_as_shipped_and_passes_with_its_fix(task: Task, tmp_path: Path):
-    project = copy_repo(task, tmp_path / "repo")
-    code, before, output = run_tests(task, project)
+def test_fails_as_shipped_and_passes_with_its_fix(task: Task):
+    pristine, fixed = judge.test_runs(task)
     # Exit code 1: the tests ran and some failed (2 would be a collection error).
-    assert code == 1, output
-    assert before.get("failed", 0) >= 1, output
-
-    apply_fix(task, project)
-    code, after, output = run_tests(task, project)
-    assert code == 0, output
-    assert after.get("passed", 0) >= 2, output
-    assert sum(after.values()) == sum(before.values()), "the fix must not add or drop tests"
+    assert pristine.exit_code == 1, pristine.output
+    assert not all(map(pristine.passed, pristine.outcomes)), pristine.output
+    assert fixed.exit_code == 0, fixed.output
+    assert len(fixed.outcomes) >= 2 and all(map(fixed.passed, fixed.outcomes)), fixed.output
+    assert fixed.outcomes.keys() == pristine.outcomes.keys(), "the fix must not add or drop tests"
+    assert not pristine.timed_out and pristine.isolated
 
 
 @pytest.mark.parametrize("task", by_name(TASKS))
 def test_the_prompt_does_not_give_the_fix_away(task: Task):
-    patch = task.fix_patch.read_text(encoding="utf-8")
+    patch = task.fix_patch.read_bytes().decode("utf-8")
     added = [
         line[1:].strip()
         for line in patch.splitlines()
@@ -120,6 +103,15 @@ def test_task_metadata_and_project_layout(task: Task):
     # the copy happens to sit in (this repository's addopts, for one).
     assert (task.repo / "pytest.ini").is_file()
     assert list(task.repo.rglob("test_*.py"))
+
+
+def test_the_suite_has_the_layouts_of_outside_suites():
+    """Test data as JSON beside the tests, a root conftest.py adding an option, a program
+    that never ends while buggy (its own test time limit)."""
+    assert any(task.repo.glob("tests/*.json") for task in TASKS)
+    assert any("addoption" in path.read_text(encoding="utf-8")
+               for task in TASKS for path in task.repo.glob("conftest.py"))
+    assert any(task.test_timeout_s for task in TASKS)
 
 
 def test_the_suite_varies_in_difficulty():
@@ -186,9 +178,25 @@ BROKEN = [
     ("missing-timeout", drop_field("timeout_s"), "task.json", '缺少字段 "timeout_s"'),
     ("blank-prompt", set_field("prompt", "  "), "task.json", '"prompt" 应当是非空字符串'),
     ("command-is-list", set_field("test_command", ["pytest"]), "task.json", "现在是数组"),
-    ("timeout-is-text", set_field("timeout_s", "60"), "task.json", '"timeout_s" 应当是正数'),
+    ("timeout-is-text", set_field("timeout_s", "60"), "task.json", '"timeout_s" 应当是有限的正数'),
     ("timeout-is-bool", set_field("timeout_s", True), "task.json", "现在是布尔值"),
-    ("timeout-zero", set_field("timeout_s", 0), "task.json", '"timeout_s" 应当是正数'),
+    ("timeout-zero", set_field("timeout_s", 0), "task.json", '"timeout_s" 应当是有限的正数'),
+    ("timeout-infinite", write("task.json", '{"prompt": "x", "test_command": "pytest", '
+                                            '"timeout_s": Infinity}'), "task.json", "有限的正数"),
+    ("timeout-nan", write("task.json", '{"prompt": "x", "test_command": "pytest", '
+                                       '"timeout_s": NaN}'), "task.json", "有限的正数"),
+    ("command-has-nul", set_field("test_command", "python -m pytest\0 -q"), "task.json", "NUL"),
+    ("source-not-a-list", set_field("source", "*.py"), "task.json", '"source" 应当是'),
+    ("source-empty", set_field("source", []), "task.json", '"source" 应当是'),
+    ("test-timeout-negative", set_field("test_timeout_s", -1), "task.json",
+     '"test_timeout_s" 应当是有限的正数'),
+    ("link-to-the-host", lambda f: (f / "repo" / "notes.txt").symlink_to("/etc/passwd"),
+     "repo/notes.txt", "符号链接"),
+    ("link-climbs-out", lambda f: (f / "repo" / "up").symlink_to("../task.json"),
+     "repo/up", "符号链接"),
+    ("absolute-link-inside", lambda f: (f / "repo" / "abs.py").symlink_to(f / "repo" / "calc.py"),
+     "repo/abs.py", "绝对路径"),
+    ("link-loop", lambda f: (f / "repo" / "loop").symlink_to("loop"), "repo/loop", "循环"),
     ("unbalanced-quote", set_field("test_command", "pytest -k 'x"), "task.json", "引号"),
     ("no-repo", lambda f: shutil.rmtree(f / "repo"), "repo", "找不到 repo/"),
     ("patch-not-utf8", write("fix.patch", b"\xff\xfe\x00"), "fix.patch", "读不出这个补丁"),
@@ -210,7 +218,7 @@ def test_a_broken_task_names_its_file(tmp_path: Path, change, file: str, says: s
         load_task(folder)
     message = str(caught.value)
     assert str(folder / file) in message
-    assert says in message
+    assert says in message, message
     assert isinstance(caught.value, ValueError)
 
 
@@ -341,3 +349,174 @@ def test_command_env_is_clean():
 def test_command_argv_uses_this_python(tmp_path: Path, command: str, argv: list[str]):
     task = load_task(make_task(tmp_path / "calc", test_command=command))
     assert command_argv(task) == argv
+
+
+# --- links (a task repo must never show the host's files) -----------------------------
+
+
+def test_a_link_inside_the_project_is_copied_as_a_link(tmp_path: Path):
+    folder = make_task(tmp_path / "calc")
+    (folder / "repo" / "alias.py").symlink_to("calc.py")
+    task = load_task(folder)
+    copy = copy_repo(task, tmp_path / "copy")
+    assert (copy / "alias.py").is_symlink() and os.readlink(copy / "alias.py") == "calc.py"
+
+
+def test_copy_repo_refuses_a_link_added_after_loading(tmp_path: Path):
+    task = load_task(make_task(tmp_path / "calc"))
+    (task.repo / "secret").symlink_to("/etc/hostname")
+    with pytest.raises(TaskError, match="符号链接") as caught:
+        copy_repo(task, tmp_path / "copy")
+    assert str(task.repo / "secret") in str(caught.value)
+    assert not (tmp_path / "copy").exists()
+
+
+# --- fix.patch byte for byte ------------------------------------------------------------
+
+
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd,
+                          check=True, capture_output=True).stdout.decode("utf-8")
+
+
+def test_a_patch_whose_lines_hold_a_carriage_return_applies(tmp_path: Path):
+    """git writes a CRLF file's "\\r" into the patch; reading it as text would drop it."""
+    folder = make_task(tmp_path / "crlf")
+    (folder / "repo" / "calc.py").write_bytes(CALC.replace("\n", "\r\n").encode())
+    work = tmp_path / "work"
+    shutil.copytree(folder / "repo", work)
+    git("init", "-q", cwd=work)
+    git("add", "-A", cwd=work)
+    git("commit", "-qm", "pristine", cwd=work)
+    (work / "calc.py").write_bytes(b"def double(x):\r\n    return x * 2\r\n")
+    (folder / "fix.patch").write_bytes(git("diff", cwd=work).encode())
+    assert b"-    return x + 2\r\n" in (folder / "fix.patch").read_bytes()
+
+    task = load_task(folder)  # refused before: "针对别的版本生成的"
+    copy = copy_repo(task, tmp_path / "copy")
+    apply_fix(task, copy)
+    assert (copy / "calc.py").read_bytes() == (work / "calc.py").read_bytes()
+
+
+# --- what the judge keeps of the agent's changes ------------------------------------------
+
+WEATHER = next(task for task in TASKS if task.name == "weather_fahrenheit")
+SALES = next(task for task in TASKS if task.name == "sales_report_total")
+
+# (id, task, path, new content (None: delete it), kept?, the judge's note when discarded)
+CHANGES = [
+    ("source-module", WEATHER, "units.py", "x = 1\n", True, None),
+    ("delete-a-source-module", WEATHER, "weather.py", None, True, None),
+    ("new-module-in-a-package", SALES, "sales/rounding.py", "x = 1\n", True, None),
+    ("test-file", WEATHER, "tests/test_units.py", "", False, "改了测试，已还原"),
+    ("delete-a-test", WEATHER, "tests/test_weather.py", None, False, "删了测试，已还原"),
+    ("new-test-data", WEATHER, "tests/expected.json", "{}", False, "新建了测试数据，已丢弃"),
+    ("root-conftest", WEATHER, "conftest.py", "", False, "新建了测试，已丢弃"),
+    ("nested-conftest", SALES, "sales/conftest.py", "", False, "新建了测试，已丢弃"),
+    ("pytest-ini", WEATHER, "pytest.ini", "[pytest]\n", False, "改了 pytest 配置，已还原"),
+    ("pyproject", WEATHER, "pyproject.toml", "", False, "新建了 pytest 配置，已丢弃"),
+    ("setup-cfg", WEATHER, "setup.cfg", "", False, "新建了 pytest 配置，已丢弃"),
+    ("tox-ini", WEATHER, "tox.ini", "", False, "新建了 pytest 配置，已丢弃"),
+    ("shadows-pytest", WEATHER, "pytest.py", "", False,
+     "新建了顶层模块（会遮蔽标准库或 pytest），已丢弃"),
+    ("sitecustomize", WEATHER, "sitecustomize.py", "", False,
+     "新建了顶层模块（会遮蔽标准库或 pytest），已丢弃"),
+    ("new-folder", WEATHER, "helpers/util.py", "", False, "新建了任务源码以外的文件，已丢弃"),
+    ("notes", WEATHER, "NOTES.md", "", False, "新建了任务源码以外的文件，已丢弃"),
+]
+
+
+@pytest.mark.parametrize(("task", "path", "content", "kept", "note"),
+                         [pytest.param(*row[1:], id=row[0]) for row in CHANGES])
+def test_the_judge_keeps_only_source_changes(tmp_path: Path, task: Task, path: str,
+                                             content: str | None, kept: bool,
+                                             note: str | None):
+    workspace = copy_repo(task, tmp_path / "ws")
+    target = workspace / path
+    if content is None:
+        target.unlink()
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+    discarded = judge.held_out_copy(task, workspace, tmp_path / "judged")
+    judged = tmp_path / "judged" / path
+    if kept:
+        assert discarded == {}
+        assert (judged.read_text(encoding="utf-8") if judged.exists() else None) == content
+    else:
+        assert discarded == {path: note}
+        pristine = task.repo / path
+        assert (judged.read_bytes() if judged.exists() else None) == (
+            pristine.read_bytes() if pristine.exists() else None)
+
+
+def test_a_source_file_turned_into_a_link_is_restored(tmp_path: Path):
+    workspace = copy_repo(WEATHER, tmp_path / "ws")
+    (workspace / "units.py").unlink()
+    (workspace / "units.py").symlink_to("/etc/hostname")
+    discarded = judge.held_out_copy(WEATHER, workspace, tmp_path / "judged")
+    assert discarded == {"units.py": "换成了符号链接，已还原"}
+    pristine = (WEATHER.repo / "units.py").read_bytes()
+    assert (tmp_path / "judged" / "units.py").read_bytes() == pristine
+
+
+def test_declared_source_patterns_limit_what_is_kept(tmp_path: Path):
+    folder = tmp_path / "weather"
+    shutil.copytree(WEATHER.folder, folder)
+    fields = json.loads((folder / "task.json").read_text(encoding="utf-8"))
+    (folder / "task.json").write_text(json.dumps({**fields, "source": ["units.py"]}),
+                                      encoding="utf-8")
+    task = load_task(folder)
+    assert task.source == ("units.py",) and "source" not in task.metadata
+    workspace = copy_repo(task, tmp_path / "ws")
+    (workspace / "units.py").write_text("x = 1\n", encoding="utf-8")
+    (workspace / "weather.py").write_text("x = 2\n", encoding="utf-8")
+    assert judge.agent_changes(task, workspace) == (
+        {"units.py": "modified"}, {"weather.py": "改了任务源码以外的文件，已还原"})
+
+
+@pytest.mark.parametrize("command", ["python -m unittest", "true", "sh -c pytest"])
+def test_the_judge_needs_a_pytest_command(tmp_path: Path, command: str):
+    task = load_task(make_task(tmp_path / "calc", test_command=command))  # loads: it is a task
+    with pytest.raises(TaskError, match="必须运行 pytest") as caught:
+        judge.test_ids(task)
+    assert str(task.folder / "task.json") in str(caught.value)
+
+
+def test_a_pytest_py_in_the_project_cannot_replace_pytest(tmp_path: Path):
+    """Even in a folder the judge did not clean, `-P` keeps the real pytest."""
+    project = copy_repo(WEATHER, tmp_path / "project")
+    apply_fix(WEATHER, project)
+    (project / "pytest.py").write_text("raise SystemExit(0)\n", encoding="utf-8")
+    (project / "json.py").write_text("raise SystemExit(0)\n", encoding="utf-8")
+    run = judge.run_tests(WEATHER, project)
+    assert run.exit_code == 0 and len(run.outcomes) == 14 and all(map(run.passed, run.outcomes))
+
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
+<testcase classname="tests.test_a" name="test_ok" file="tests/test_a.py" line="1"/>
+<testcase classname="tests.test_a.TestCart" name="test_total[2]" file="tests/test_a.py"/>
+<testcase classname="tests.test_a" name="test_bad" file="tests/test_a.py">
+  <failure message="assert 1 == 2">assert 1 == 2</failure></testcase>
+<testcase classname="tests.test_a" name="test_teardown" file="tests/test_a.py"/>
+<testcase classname="tests.test_a" name="test_teardown" file="tests/test_a.py">
+  <error message="error at teardown"/></testcase>
+<testcase classname="tests.test_a" name="test_later" file="tests/test_a.py">
+  <skipped message="later"/></testcase>
+<testcase classname="" name="tests.test_b"><error message="collection failure"/></testcase>
+</testsuite></testsuites>"""
+
+
+def test_read_junit_gives_one_outcome_per_test_id(tmp_path: Path):
+    (tmp_path / "r.xml").write_text(JUNIT, encoding="utf-8")
+    assert judge.read_junit(tmp_path / "r.xml") == {
+        "tests/test_a.py::test_ok": "passed",
+        "tests/test_a.py::TestCart::test_total[2]": "passed",
+        "tests/test_a.py::test_bad": "failed",
+        "tests/test_a.py::test_teardown": "error",  # passed, then failed in teardown
+        "tests/test_a.py::test_later": "skipped",
+        "::tests.test_b": "error",
+    }
+    (tmp_path / "cut.xml").write_text(JUNIT[:200], encoding="utf-8")
+    assert judge.read_junit(tmp_path / "cut.xml") == {}  # a killed run: no verdicts
+    assert judge.read_junit(tmp_path / "none.xml") == {}

@@ -26,7 +26,7 @@ from typing import Any
 from unidiff import PatchSet
 
 from .scripted import Policy, Reply, ScriptedModel, answer, call, calls, results_this_turn
-from .tasks import FileEdit, Task, fix_edits
+from .tasks import FileEdit, Task, fix_edits, read_patch_text
 
 KNOWN_FIX_MODEL_NAME = "scripted-known-fix"
 KNOWN_FIX_LABEL = "参考模型重放任务自带的已知修复（fix.patch），它不推理，也不是 LLM"
@@ -63,7 +63,7 @@ def search_name(task: Task) -> str | None:
     """
     if task.fix_patch is None:
         return None
-    for patched_file in PatchSet(task.fix_patch.read_text(encoding="utf-8")):
+    for patched_file in PatchSet(read_patch_text(task.fix_patch)):
         for hunk in patched_file:
             lines = [line.value for line in hunk]
             first_removed = next((i for i, line in enumerate(hunk) if line.is_removed), None)

@@ -7,6 +7,9 @@ A task is a folder (the format is described in `vibe_agent/data/tasks/README.md`
         repo/       a small project whose tests fail as shipped
         fix.patch   optional: the reference fix, a unified diff as `git diff` writes it
 
+The judging itself (held-out tests, FAIL_TO_PASS / PASS_TO_PASS) is in
+`vibe_agent/course/judge.py`; this module only knows what a task is.
+
 `load_task` checks one folder and raises `TaskError` naming the file that is wrong and
 what to do; `load_suite` loads every task of a folder and collects the errors instead,
 so one broken task never hides the others.
@@ -20,6 +23,7 @@ without the `patch` or `git` programs.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import shutil
@@ -47,7 +51,12 @@ COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".pytest_cache")
 FIELDS = {
     "prompt": "非空字符串（交给 agent 的问题描述）",
     "test_command": '非空字符串（判定成败的测试命令，例如 "python -m pytest -q"）',
-    "timeout_s": "正数（测试命令的时限，单位：秒）",
+    "timeout_s": "有限的正数（测试命令的时限，单位：秒）",
+}
+# Optional task.json fields the harness reads (the rest is metadata for reports).
+OPTIONAL_FIELDS = {
+    "source": '非空字符串组成的数组（任务的源码：fnmatch 模式，例如 ["*.py"] 或 ["src/*"]）',
+    "test_timeout_s": "有限的正数（判定时每个测试的时限，单位：秒）",
 }
 
 # Python types as learners know them from JSON; bool first, since a bool is an int too.
@@ -75,6 +84,8 @@ class Task:
     timeout_s: float
     fix_patch: Path | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    source: tuple[str, ...] = ()  # fnmatch patterns of the agent's files; () = the default
+    test_timeout_s: float | None = None  # each test's limit when judged; None = the default
 
     @property
     def repo(self) -> Path:
@@ -115,6 +126,7 @@ def load_task(folder: str | Path) -> Task:
             f"{repo}：找不到 repo/ 文件夹。任务的项目代码（连同它的测试）要放在 "
             f"{folder.name}/repo/ 里。"
         )
+    check_links(repo)
     patch = folder / "fix.patch"
     if patch.exists():
         _read_patch(patch, repo)  # raises TaskError unless the fix applies cleanly
@@ -125,7 +137,10 @@ def load_task(folder: str | Path) -> Task:
         test_command=fields["test_command"],
         timeout_s=float(fields["timeout_s"]),
         fix_patch=patch if patch.exists() else None,
-        metadata={key: value for key, value in fields.items() if key not in FIELDS},
+        metadata={key: value for key, value in fields.items()
+                  if key not in FIELDS and key not in OPTIONAL_FIELDS},
+        source=tuple(fields.get("source", ())),
+        test_timeout_s=None if "test_timeout_s" not in fields else float(fields["test_timeout_s"]),
     )
 
 
@@ -170,7 +185,28 @@ def _read_task_json(path: Path) -> dict[str, Any]:
         raise TaskError(f"{path}：最外层应当是一个 JSON 对象 {{…}}，现在是{_json_kind(data)}。")
     for name in FIELDS:
         _check_field(path, data, name)
+    for name in OPTIONAL_FIELDS:
+        if name in data:
+            _check_optional(path, data[name], name)
     return data
+
+
+def _positive(value: object) -> bool:
+    """A finite positive JSON number (JSON's Infinity and NaN are refused; bools too)."""
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value) and value > 0)
+
+
+def _check_optional(path: Path, value: object, name: str) -> None:
+    """Raise TaskError if the optional field `name` is ill-typed."""
+    if name == "source":
+        ok = (isinstance(value, list) and value != []
+              and all(isinstance(item, str) and item.strip() for item in value))
+    else:
+        ok = _positive(value)
+    if not ok:
+        raise TaskError(f'{path}：字段 "{name}" 应当是{OPTIONAL_FIELDS[name]}，'
+                        f"现在是{_json_kind(value)} {value!r}。")
 
 
 def _check_field(path: Path, data: dict[str, Any], name: str) -> None:
@@ -179,7 +215,7 @@ def _check_field(path: Path, data: dict[str, Any], name: str) -> None:
         raise TaskError(f'{path}：缺少字段 "{name}"，它应当是{FIELDS[name]}。')
     value = data[name]
     if name == "timeout_s":
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+        ok = _positive(value)
     else:
         ok = isinstance(value, str) and value.strip() != ""
     if not ok:
@@ -187,12 +223,24 @@ def _check_field(path: Path, data: dict[str, Any], name: str) -> None:
             f'{path}：字段 "{name}" 应当是{FIELDS[name]}，现在是{_json_kind(value)} {value!r}。'
         )
     if name == "test_command":
+        if "\0" in value:
+            raise TaskError(f'{path}：字段 "test_command" 里有 NUL 字符（\\u0000），'
+                            "命令行里不能有它，请删掉。")
         try:
             shlex.split(value)
         except ValueError as error:
             raise TaskError(
                 f'{path}：字段 "test_command" 无法拆成参数（{error}），请检查引号是否成对。'
             ) from error
+
+
+def pytest_args(words: list[str]) -> list[str] | None:
+    """The arguments after `python -m pytest` / `python3 -m pytest` / `pytest`, else None."""
+    if words[:1] == ["pytest"]:
+        return words[1:]
+    if words[:1] in (["python"], ["python3"]) and words[1:3] == ["-m", "pytest"]:
+        return words[3:]
+    return None
 
 
 def _json_kind(value: object) -> str:
@@ -203,10 +251,15 @@ def _json_kind(value: object) -> str:
     return "null"
 
 
+def read_patch_text(patch: Path) -> str:
+    """A patch file's text, byte for byte: a "\r" in a line stays (no newline translation)."""
+    return patch.read_bytes().decode("utf-8")
+
+
 def _read_patch(patch: Path, repo: Path) -> list[FileEdit]:
     """The edits of a patch file, checked against `repo`; errors name the patch file."""
     try:
-        text = patch.read_text(encoding="utf-8")
+        text = read_patch_text(patch)
     except (OSError, UnicodeDecodeError) as error:
         raise TaskError(
             f"{patch}：读不出这个补丁（{error}）。fix.patch 应当是 UTF-8 文本，"
@@ -224,11 +277,40 @@ def _read_patch(patch: Path, repo: Path) -> list[FileEdit]:
 def copy_repo(task: Task, dest: str | Path) -> Path:
     """A fresh copy of the task's project at `dest` (which must not exist yet).
 
-    Caches (`__pycache__`, `.pytest_cache`) are left behind.
+    Caches (`__pycache__`, `.pytest_cache`) are left behind. Symbolic links are copied
+    as links (never the file they point to); a link that leads outside the project is
+    a `TaskError` naming it.
     """
     dest = Path(dest)
-    shutil.copytree(task.repo, dest, ignore=COPY_IGNORE)
+    check_links(task.repo)
+    shutil.copytree(task.repo, dest, symlinks=True, ignore=COPY_IGNORE)
     return dest
+
+
+def check_links(repo: Path) -> None:
+    """Raise TaskError for a symbolic link under `repo` that is absolute or leads out.
+
+    An absolute link would still point at the task's folder from a copy; one that
+    climbs out would show the model (and the tests) a file of the host.
+    """
+    root = repo.resolve()
+    for folder, dirs, files in os.walk(repo):  # os.walk does not enter linked folders
+        for name in [*dirs, *files]:
+            link = Path(folder, name)
+            if not link.is_symlink():
+                continue
+            target = os.readlink(link)
+            try:
+                inside = (not os.path.isabs(target)
+                          and link.resolve().is_relative_to(root))
+            except (OSError, RuntimeError):  # a link loop
+                inside = False
+            if not inside:
+                raise TaskError(
+                    f"{link}：这个符号链接指向 {target!r}，在任务的 repo/ 之外（或是绝对路径、"
+                    "或是循环链接）。任务里的链接只能用相对路径指向 repo/ 里的文件；"
+                    "需要的文件请直接放进 repo/。"
+                )
 
 
 def command_argv(task: Task, python: str = sys.executable) -> list[str]:

@@ -1,0 +1,408 @@
+"""Held-out judging, the way SWE-bench does it: per-test verdicts on a pristine copy.
+
+The agent works in its own copy of a task's project and may change anything there,
+tests included. The judge never trusts that folder:
+
+    1. a FRESH pristine copy of repo/                     <- tests, test data, conftest.py,
+                                                             pytest.ini ... as shipped
+    2. + the agent's changes to the task's SOURCE only    <- everything else is discarded,
+                                                             and the record says so
+    3. pytest in the sandbox, with a per-test time limit  <- one hanging test fails alone
+       and its own JUnit XML report                       <- a verdict per test id
+    4. resolved = every FAIL_TO_PASS test passes and every PASS_TO_PASS test still passes
+
+FAIL_TO_PASS and PASS_TO_PASS (SWE-bench's names) come from two runs of the same
+judge: the pristine project, and the project with the task's reference fix. They
+depend only on the task folder, so they are computed once and cached on disk under a
+hash of that folder (`test_ids`); changing any file of the task makes a new entry.
+
+What counts as source: the `source` patterns of task.json if it has them (fnmatch on
+the path relative to repo/, e.g. "*.py"), else the files fix.patch touches, every
+Python module that already exists outside the tests, and new modules inside an
+existing package (a folder with `__init__.py`). Never source, whatever the patterns
+say: tests (`tests/`, `test_*.py`, `*_test.py`, `conftest.py`, anything beside them in
+a test folder), pytest's configuration files, and new top-level modules (a `pytest.py`
+or `sitecustomize.py` would replace the real one).
+
+Python runs in the judge with `-P` (safe path): pytest is imported before the
+project's folder is put on `sys.path`, so no file of the project can stand in for it or
+for the standard library modules it loads.
+
+What held-out tests cannot catch: source code written to fool the tests themselves
+(patching pytest at import time, special-casing the tests' inputs). The diff is on the
+record for a person to read.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import tempfile
+import threading
+import uuid
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ..sandbox import run_in_sandbox
+from .tasks import Task, TaskError, apply_fix, copy_repo, fix_edits, pytest_args
+
+JUDGE_VERSION = 1  # part of the cache key: bump it when the judging changes
+DEFAULT_TEST_TIMEOUT_S = 10.0  # per test, unless task.json says "test_timeout_s"
+OUTPUT_CHARS = 2_000  # of the judging run's output kept (its end)
+TEST_DIRS = frozenset({"tests", "test", "testing"})
+CONFIG_FILES = frozenset({"pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "conftest.py"})
+IGNORED = frozenset({"__pycache__", ".pytest_cache", ".git"})
+# Imports pytest from the installation first, then puts the project's folder in front,
+# as `python -m pytest` would, and runs pytest's own command line. (The timeout plugin is
+# imported later, by `-p`: a file of the project could only shadow it if the pristine
+# task shipped one, since the judge drops every new top-level module.)
+BOOTSTRAP = ("import os, sys, pytest; sys.path.insert(0, os.getcwd()); "
+             "sys.exit(pytest.console_main())")
+
+
+# --- what the agent changed, and what the judge keeps ---------------------------------
+
+
+def test_file_kind(path: str) -> str | None:
+    """Why `path` (relative, "/"-separated) is never the agent's to change, or None.
+
+    Returns "测试", "测试数据" or "pytest 配置"; the judge always uses the pristine file.
+    """
+    parts = PurePosixPath(path).parts
+    name = parts[-1]
+    if name in CONFIG_FILES:
+        return "pytest 配置" if name != "conftest.py" else "测试"
+    if name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")):
+        return "测试"
+    if any(part in TEST_DIRS for part in parts[:-1]):
+        return "测试" if name.endswith(".py") else "测试数据"
+    return None
+
+
+def source_files(task: Task) -> set[str]:
+    """The task's source files in its pristine project (paths relative to repo/)."""
+    pristine = set(_files(task.repo))
+    touched = {edit.path for edit in fix_edits(task)} if task.fix_patch else set()
+    if task.source:
+        chosen = {path for path in pristine | touched if _matches(path, task.source)}
+    else:
+        chosen = touched | {path for path in pristine if path.endswith(".py")}
+    return {path for path in chosen if test_file_kind(path) is None}
+
+
+def is_source(task: Task, path: str, sources: set[str]) -> bool:
+    """Whether the judge takes the agent's version of `path` (existing, new or deleted)."""
+    if test_file_kind(path) is not None:
+        return False
+    if path in sources:
+        return True
+    parts = PurePosixPath(path).parts
+    if len(parts) == 1 or not (task.repo / parts[0]).is_dir():
+        return False  # a new top-level module or folder could shadow the real ones
+    if task.source:
+        return _matches(path, task.source)
+    package = task.repo / PurePosixPath(path).parent / "__init__.py"
+    return path.endswith(".py") and package.is_file()
+
+
+def _why_discarded(path: str, state: str) -> str:
+    """The record's note for a change the judge did not take (Chinese, for the table)."""
+    kind = test_file_kind(path)
+    verb = {"added": "新建了", "modified": "改了", "deleted": "删了"}[state]
+    undone = "已丢弃" if state == "added" else "已还原"
+    if kind is not None:
+        return f"{verb}{' ' if kind[0].isascii() else ''}{kind}，{undone}"  # 改了 pytest 配置
+    if state == "added" and len(PurePosixPath(path).parts) == 1 and path.endswith(".py"):
+        return "新建了顶层模块（会遮蔽标准库或 pytest），已丢弃"
+    return f"{verb}任务源码以外的文件，{undone}"
+
+
+def agent_changes(task: Task, workspace: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """What the agent changed in `workspace`, split into kept and discarded.
+
+    Returns:
+        (kept, discarded): each maps a relative path to its state ("added",
+        "modified", "deleted") or, for discarded ones, to the reason in Chinese.
+        A link the agent made is never kept.
+    """
+    before, after = _files(task.repo), _files(workspace)
+    sources = source_files(task)
+    kept: dict[str, str] = {}
+    discarded: dict[str, str] = {}
+    for path in sorted(before.keys() | after.keys()):
+        old, new = before.get(path), after.get(path)
+        if old == new:
+            continue
+        state = "added" if old is None else "deleted" if new is None else "modified"
+        if new == "link":
+            discarded[path] = "换成了符号链接，已还原" if old else "新建了符号链接，已丢弃"
+        elif is_source(task, path, sources):
+            kept[path] = state
+        else:
+            discarded[path] = _why_discarded(path, state)
+    return kept, discarded
+
+
+def _files(root: Path) -> dict[str, str]:
+    """Every file under `root` (links not followed) -> a digest of its bytes, or "link"."""
+    found: dict[str, str] = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in IGNORED)
+        for name in [*files, *(d for d in dirs if Path(folder, d).is_symlink())]:
+            full = Path(folder, name)
+            path = full.relative_to(root).as_posix()
+            if full.is_symlink():
+                found[path] = "link"
+            elif full.is_file():
+                found[path] = hashlib.sha256(full.read_bytes()).hexdigest()
+    return found
+
+
+def _matches(path: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(path, pattern) for pattern in patterns)
+
+
+def held_out_copy(task: Task, workspace: Path, dest: Path) -> dict[str, str]:
+    """A pristine copy of the task at `dest` with the agent's source changes applied.
+
+    Returns:
+        The discarded changes (path -> reason).
+    """
+    kept, discarded = agent_changes(task, workspace)
+    copy_repo(task, dest)
+    for path, state in kept.items():
+        target = dest / path
+        if state == "deleted":
+            target.unlink(missing_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.unlink(missing_ok=True)  # a pristine link is replaced, never written through
+        shutil.copyfile(workspace / path, target, follow_symlinks=False)
+    return discarded
+
+
+# --- one run of the tests, with a verdict per test ------------------------------------
+
+
+@dataclass
+class TestRun:
+    """One judging run: each test id's outcome ("passed", "failed", "error", "skipped")."""
+
+    outcomes: dict[str, str]
+    exit_code: int | None
+    output: str
+    timed_out: bool
+    isolated: bool
+
+    def passed(self, test_id: str) -> bool:
+        return self.outcomes.get(test_id) == "passed"
+
+
+def judge_command(task: Task, report: str) -> str:
+    """The shell command the judge runs: the task's pytest arguments, made safe.
+
+    Args:
+        task: the task (its `test_command` must run pytest; `load_task` checks that).
+        report: where pytest writes its JUnit XML report, relative to the project.
+    """
+    args = pytest_args(shlex.split(task.test_command))
+    if args is None:
+        raise TaskError(
+            f'{task.folder / "task.json"}：字段 "test_command" 必须运行 pytest'
+            f'（"python -m pytest …" 或 "pytest …"），现在是 {task.test_command!r}。'
+            "判定要从 pytest 的报告里读出每个测试的结果。")
+    per_test = min(task.test_timeout_s or DEFAULT_TEST_TIMEOUT_S, task.timeout_s)
+    argv = ["python", "-P", "-B", "-c", BOOTSTRAP,
+            "-p", "pytest_timeout", f"--timeout={per_test:g}", "--timeout-method=signal",
+            f"--session-timeout={task.timeout_s * 0.9:g}",  # ends cleanly: the report is written
+            "-p", "no:cacheprovider", f"--junitxml={report}", "-o", "junit_family=xunit1",
+            *args]
+    return shlex.join(argv)
+
+
+def run_tests(task: Task, project: Path) -> TestRun:
+    """Run the task's tests in `project` (in the sandbox) and read pytest's own report."""
+    report = f".judge-{uuid.uuid4().hex}.xml"  # a name the project cannot know in advance
+    done = run_in_sandbox(judge_command(task, report), project, timeout=task.timeout_s)
+    outcomes = read_junit(project / report)
+    return TestRun(outcomes, done.exit_code, done.output[-OUTPUT_CHARS:], done.timed_out,
+                   done.isolated)
+
+
+WORST = ("passed", "skipped", "failed", "error")  # a test reported twice keeps the worse
+
+
+def read_junit(path: Path) -> dict[str, str]:
+    """Test id -> outcome from a JUnit XML report; {} when there is none (killed run).
+
+    The id is pytest's node id when the report names the file ("tests/test_a.py::test_x"),
+    else "classname::name".
+    """
+    if not path.is_file() or path.is_symlink():
+        return {}
+    try:
+        root = ElementTree.parse(path).getroot()
+    except ElementTree.ParseError:
+        return {}
+    outcomes: dict[str, str] = {}
+    for case in root.iter("testcase"):
+        test_id = _test_id(case)
+        children = {child.tag for child in case}
+        outcome = ("error" if "error" in children else "failed" if "failure" in children
+                   else "skipped" if "skipped" in children else "passed")
+        if outcome != "passed" or test_id not in outcomes:
+            previous = outcomes.get(test_id, "passed")
+            outcomes[test_id] = max(previous, outcome, key=WORST.index)
+    return outcomes
+
+
+def _test_id(case: ElementTree.Element) -> str:
+    name, classname, file = (case.get("name", ""), case.get("classname", ""),
+                             case.get("file", ""))
+    if not file:
+        return f"{classname}::{name}"
+    module = file.removesuffix(".py").replace("/", ".")
+    rest = classname[len(module):].lstrip(".") if classname.startswith(module) else ""
+    return "::".join(part for part in (file, *rest.split("."), name) if part)
+
+
+# --- FAIL_TO_PASS and PASS_TO_PASS ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TestIds:
+    """SWE-bench's two lists for one task, computed from the pristine and the fixed runs."""
+
+    fail_to_pass: tuple[str, ...]
+    pass_to_pass: tuple[str, ...]
+
+
+_cache: dict[str, TestIds] = {}
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def cache_dir() -> Path:
+    """Where computed test ids are kept: $XDG_CACHE_HOME/vibe_agent/test_ids."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "vibe_agent" / "test_ids"
+
+
+def task_hash(task: Task) -> str:
+    """A hash of everything in the task folder that can change a verdict."""
+    digest = hashlib.sha256(f"judge {JUDGE_VERSION}\n".encode())
+    for folder, dirs, files in os.walk(task.folder):
+        dirs[:] = sorted(d for d in dirs if d not in IGNORED)
+        for name in sorted(files):
+            full = Path(folder, name)
+            data = os.readlink(full).encode() if full.is_symlink() else full.read_bytes()
+            digest.update(f"{full.relative_to(task.folder).as_posix()}\0{len(data)}\0".encode())
+            digest.update(data)
+    return digest.hexdigest()
+
+
+def test_ids(task: Task) -> TestIds:
+    """FAIL_TO_PASS and PASS_TO_PASS of a task, from the cache or from two real runs.
+
+    Raises:
+        TaskError: no fix.patch; the fix makes no failing test pass; or it breaks a test
+            that passed (the task, not the agent, would be wrong).
+    """
+    key = task_hash(task)
+    with _locks_guard:
+        lock = _locks.setdefault(key, threading.Lock())
+    with lock:
+        if key not in _cache:
+            _cache[key] = _load_cached(key) or _compute(task, key)
+        return _cache[key]
+
+
+def test_runs(task: Task) -> tuple[TestRun, TestRun]:
+    """The pristine and the fixed run of a task's tests (what `test_ids` is made from)."""
+    if task.fix_patch is None:
+        raise TaskError(f"{task.folder}：没有 fix.patch（参考修复），算不出 FAIL_TO_PASS。")
+    with tempfile.TemporaryDirectory(prefix="vibe-ids-") as temp:
+        pristine = run_tests(task, copy_repo(task, Path(temp) / "pristine"))
+        fixed_dir = copy_repo(task, Path(temp) / "fixed")
+        apply_fix(task, fixed_dir)
+        fixed = run_tests(task, fixed_dir)
+    return pristine, fixed
+
+
+def _compute(task: Task, key: str) -> TestIds:
+    protected = sorted({edit.path for edit in fix_edits(task)} - source_files(task))
+    if protected:
+        raise TaskError(f"{task.fix_patch}：参考修复改了测试或 pytest 配置"
+                        f"（{', '.join(protected)}）。"
+                        "判定时这些文件总是用原样的，参考修复只能改源码。")
+    pristine, fixed = test_runs(task)
+    for which, run in (("出厂的项目", pristine), ("应用参考修复后", fixed)):
+        if run.timed_out or run.exit_code is None or run.exit_code < 0:  # nothing is cached
+            raise TaskError(f"{task.folder / 'task.json'}：{which}，判定命令超过了 timeout_s "
+                            f"或被终止（输出结尾：{run.output[-300:]!r}）。请加大 timeout_s，"
+                            "或用 test_timeout_s 限制每个测试。")
+    broken = sorted(t for t in pristine.outcomes if pristine.passed(t) and not fixed.passed(t))
+    ids = TestIds(tuple(sorted(t for t in fixed.outcomes if fixed.passed(t)
+                               and not pristine.passed(t))),
+                  tuple(sorted(t for t in pristine.outcomes if pristine.passed(t)
+                               and fixed.passed(t))))
+    if broken:
+        raise TaskError(f"{task.fix_patch}：参考修复让原本通过的测试失败了：{', '.join(broken)}。"
+                        "请修正 fix.patch 或测试。")
+    if not ids.fail_to_pass:
+        raise TaskError(f"{task.fix_patch}：应用参考修复后，没有任何测试从失败变成通过"
+                        f"（判定命令的输出结尾：{fixed.output[-300:]!r}）。")
+    _save_cached(key, ids)
+    return ids
+
+
+def _load_cached(key: str) -> TestIds | None:
+    try:
+        data = json.loads((cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
+        return TestIds(tuple(data["FAIL_TO_PASS"]), tuple(data["PASS_TO_PASS"]))
+    except (OSError, ValueError, KeyError, TypeError):  # none yet, or unreadable: recompute
+        return None
+
+
+def _save_cached(key: str, ids: TestIds) -> None:
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        temp = folder / f".{key}.{uuid.uuid4().hex[:8]}.tmp"
+        temp.write_text(json.dumps({"FAIL_TO_PASS": ids.fail_to_pass,
+                                    "PASS_TO_PASS": ids.pass_to_pass}), encoding="utf-8")
+        os.replace(temp, folder / f"{key}.json")
+    except OSError:  # a read-only home: the in-memory cache still saves the rerun
+        pass
+
+
+# --- the verdict ----------------------------------------------------------------------
+
+
+@dataclass
+class Verdict:
+    """The judge's answer for one agent run on one task."""
+
+    resolved: bool
+    fail_to_pass: dict[str, bool]  # test id -> passes now
+    pass_to_pass: dict[str, bool]
+    discarded: dict[str, str]  # path -> why the judge did not take the agent's change
+    run: TestRun
+
+
+def judge(task: Task, workspace: Path) -> Verdict:
+    """Judge the agent's work in `workspace` on a held-out pristine copy of the task."""
+    ids = test_ids(task)
+    with tempfile.TemporaryDirectory(prefix="vibe-judge-") as temp:
+        project = Path(temp) / "project"
+        discarded = held_out_copy(task, workspace, project)
+        run = run_tests(task, project)
+    f2p = {test: run.passed(test) for test in ids.fail_to_pass}
+    p2p = {test: run.passed(test) for test in ids.pass_to_pass}
+    return Verdict(all(f2p.values()) and all(p2p.values()), f2p, p2p, discarded, run)
+
