@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import subprocess
@@ -147,7 +148,7 @@ def test_interrupted_turn_leaves_a_valid_history(tmp_path):
 
     from vibe_agent.course.scripted import ScriptedModel
 
-    quiet = Console(file=open(os.devnull, "w"))  # noqa: SIM115 - lives as long as the test
+    quiet = Console(file=io.StringIO())
     session = Session(ScriptedModel([]).client(), "m", tmp_path, quiet)
     session.messages = [
         {"role": "system", "content": "s"}, {"role": "user", "content": "q"},

@@ -120,7 +120,7 @@ class Session:
             self.show_write(action)
             question = f"允许写入 {visible(action.detail)} 吗？[y/N] "
         else:
-            self.console.print("[bold yellow]智能体想运行命令：[/]", end="")
+            self.console.print("[bold yellow]agent 想运行命令：[/]", end="")
             self.console.print(visible(action.detail), markup=False, highlight=False)
             question = "允许运行吗？[y/N] "
         try:
@@ -134,7 +134,7 @@ class Session:
 
     def show_write(self, action: Action) -> None:
         """The diff a write would make, coloured (new content when the action carries it)."""
-        self.console.print(f"[bold yellow]智能体想写入[/] {escape(visible(action.detail))}")
+        self.console.print(f"[bold yellow]agent 想写入[/] {escape(visible(action.detail))}")
         content = getattr(action, "content", None)
         if content is None:
             return
@@ -251,7 +251,7 @@ class Session:
             self.console.print(f"[dim]运行记录：{escape(str(self.trajectory))}[/]")
         if self.suggested:
             self.console.print(f"任务：{escape(self.suggested)}")
-            self.console.print("[dim]输入 /task 把这段任务描述发给智能体。[/]")
+            self.console.print("[dim]输入 /task 把这段任务描述发给 agent。[/]")
         self.console.print("[dim]/help 看命令；Ctrl-C 中断一轮；Ctrl-D 或 /exit 退出。[/]")
 
     def run(self, lines: Iterable[str] | None = None) -> int:
@@ -368,7 +368,7 @@ def _exit(session: Session, _: str) -> object:
     return STOP
 
 
-@command("/task", "把课程任务的描述发给智能体")
+@command("/task", "把课程任务的描述发给 agent")
 def _task(session: Session, _: str) -> None:
     if session.suggested is None:
         session.console.print("这次会话没有课程任务：直接输入你想让它做的事。")
@@ -392,7 +392,7 @@ def _undo(session: Session, _: str) -> None:
         session.console.print("还没有可以撤销的一轮。")
         return
     restore(session.root, session.undo.pop())
-    session.console.print("已回到上一轮之前的样子（对话记录不变：告诉智能体你撤销了）。")
+    session.console.print("已回到上一轮之前的样子（对话记录不变：告诉 agent 你撤销了）。")
 
 
 @command("/tokens", "每次模型调用的 prompt tokens（来自 API 的 usage）和合计")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import io
 import json
-import os
 import tempfile
 import uuid
 from pathlib import Path
@@ -174,7 +174,8 @@ def _files_cases() -> list[tuple[str, Any, list[str], str]]:
 
 
 def _session(root: Path) -> tuple[Session, Console]:
-    console = Console(record=True, width=120, file=open(os.devnull, "w"))  # noqa: SIM115
+    console = Console(record=True, width=120, file=io.StringIO(), force_jupyter=False,
+                      color_system=None)
     session = Session(ScriptedModel([], name="checker").client(), "checker", root, console)
     return session, console
 
