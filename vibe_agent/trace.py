@@ -60,13 +60,20 @@ class Trace(list[TraceStep]):
     model: str | None = None
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps([step.to_dict() for step in self], ensure_ascii=False, indent=indent)
+        """`{"model": the model asked for, "steps": [one object per step]}` as JSON."""
+        data = {"model": self.model, "steps": [step.to_dict() for step in self]}
+        return json.dumps(data, ensure_ascii=False, indent=indent)
 
     @classmethod
     def from_json(cls, text: str) -> Trace:
+        """The trace `to_json` wrote, `model` included (a bare list of steps, the older
+        form, reads as a trace without `model`)."""
+        data = json.loads(text)
+        steps = data["steps"] if isinstance(data, dict) else data
         names = {f.name for f in fields(TraceStep)}
-        return cls(TraceStep(**{k: v for k, v in d.items() if k in names})
-                   for d in json.loads(text))
+        trace = cls(TraceStep(**{k: v for k, v in d.items() if k in names}) for d in steps)
+        trace.model = data.get("model") if isinstance(data, dict) else None
+        return trace
 
     def render(self, width: int = 100) -> str:
         """Readable text, one line per step (long values shortened)."""
