@@ -34,6 +34,7 @@ from .client import (
     CourseClient,
     cassette_dir,
     make_client,
+    pages_words,
     resolve_mode,
     secrets_of,
     settings,
@@ -63,6 +64,8 @@ def _client(args: argparse.Namespace) -> CourseClient:
 def _connect(args: argparse.Namespace) -> CourseClient:
     client = _client(args)
     say(client.describe())
+    if client.provenance.get("pages"):
+        say(f"网页：{pages_words(client.provenance['pages'])}")
     say()
     return client
 
@@ -201,6 +204,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     client = _client(args)
     say(client.describe())
+    if client.provenance.get("pages"):
+        say(f"网页：{pages_words(client.provenance['pages'])}")
     env = settings()
     dotenv = find_dotenv()
     say(f".env 文件：{dotenv if dotenv else '没有（只读环境变量）'}")

@@ -209,8 +209,6 @@ class CourseClient(openai.OpenAI):
             lines.append(f"录制时间：{when}；录制方式：{how}")
         if c.provenance.get("endpoint"):
             lines.append(f"接口：{endpoint_words(c.provenance['endpoint'])}")
-        if c.provenance.get("pages"):
-            lines.append(f"网页：{pages_words(c.provenance['pages'])}")
         if c.mode == "live" and c.timeout is not None:
             lines.append(f"等待：连接 {c.timeout.connect:g} s，响应 {c.timeout.read:g} s；"
                          f"失败后重试 {c.max_retries} 次")
