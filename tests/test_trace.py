@@ -31,7 +31,8 @@ def test_a_fallback_answer_is_still_named_after_a_round_trip():
     assert ANSWERED_BY.format(model=FALLBACK) in back.render()
 
 
-def test_the_older_json_form_a_bare_list_still_reads():
-    steps = json.loads(trace("m").to_json())["steps"]
-    back = Trace.from_json(json.dumps(steps))
-    assert back == trace("m") and back.model is None
+def test_only_model_steps_carry_the_model_asked_for():
+    """Other steps read as before (lesson 07 prints a tool step's JSON)."""
+    steps = json.loads(trace("m").to_json())
+    assert [step.get("asked_for") for step in steps] == ["m", None]
+    assert "asked_for" not in steps[1]

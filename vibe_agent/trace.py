@@ -60,19 +60,19 @@ class Trace(list[TraceStep]):
     model: str | None = None
 
     def to_json(self, indent: int | None = 2) -> str:
-        """`{"model": the model asked for, "steps": [one object per step]}` as JSON."""
-        data = {"model": self.model, "steps": [step.to_dict() for step in self]}
+        """One JSON object per step; each model step also carries `asked_for`, the model the
+        run asked for (`Trace.model`), so the text rendering survives a round trip."""
+        data = [step.to_dict() | ({"asked_for": self.model} if step.kind == "model" else {})
+                for step in self]
         return json.dumps(data, ensure_ascii=False, indent=indent)
 
     @classmethod
     def from_json(cls, text: str) -> Trace:
-        """The trace `to_json` wrote, `model` included (a bare list of steps, the older
-        form, reads as a trace without `model`)."""
+        """The trace `to_json` wrote, `model` included."""
         data = json.loads(text)
-        steps = data["steps"] if isinstance(data, dict) else data
         names = {f.name for f in fields(TraceStep)}
-        trace = cls(TraceStep(**{k: v for k, v in d.items() if k in names}) for d in steps)
-        trace.model = data.get("model") if isinstance(data, dict) else None
+        trace = cls(TraceStep(**{k: v for k, v in d.items() if k in names}) for d in data)
+        trace.model = next((d.get("asked_for") for d in data if d.get("kind") == "model"), None)
         return trace
 
     def render(self, width: int = 100) -> str:
