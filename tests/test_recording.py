@@ -429,3 +429,14 @@ def test_a_missing_cassette_points_at_the_partial_beside_it(tapes):
     assert "mine.json.partial" in text and "client.close()" in text and "promote_partial" in text
     promote_partial(tapes / "mine.json.partial")  # what the message says to do
     assert make_client("replay", "mine").cassette.interactions
+
+
+def test_a_miss_also_points_at_a_newer_partial(tapes):
+    with make_client("record", "mine") as client:
+        ask(client)
+    client = make_client("record", "mine")  # a second recording, never finished
+    client.chat.completions.create(model=client.model, messages=[{"role": "user", "content": "x"}])
+    with pytest.raises(cassette_module.ReplayMiss, match="没收尾的录制 mine.json.partial"):
+        ask_other = make_client("replay", "mine")
+        ask_other.chat.completions.create(model=ask_other.model,
+                                          messages=[{"role": "user", "content": "y"}])

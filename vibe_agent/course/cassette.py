@@ -558,6 +558,9 @@ class Cassette:
             "VIBE_AGENT_MODE=live（配置 key）或 VIBE_AGENT_MODE=local。\n"
             f"  2. 重新录制，让录制文件跟上改动：{command}\n"
             "  3. 撤销你的改动，让请求和录制时一模一样。")
+        if self.path is not None and self.partial_path.is_file():
+            remedy += (f"\n  另外：旁边还有一份没收尾的录制 {self.partial_path.name}，"
+                       f"{_remedy_for_partial(self.partial_path)}")
         found = self.nearest(body)
         if found is None:
             return f"{head}\n这份录制文件里一次模型调用也没有。\n{remedy}"
