@@ -103,7 +103,7 @@ def test_edited_prompt_misses_with_field_and_remedy(tapes):
     assert ("messages[1].content：录制文件里 '17 × 23 等于多少？' | 现在 '17 × 24 等于多少？'"
             in text)
     assert "VIBE_AGENT_MODE=offline" in text and "VIBE_AGENT_MODE=live" in text
-    assert "python -m vibe_agent record demo --source reference" in text  # record your own
+    assert "make_client(mode='record', cassette='demo', source='reference')" in text
     assert "撤销你的改动" in text
 
 

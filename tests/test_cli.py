@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
+from vibe_agent.course import cli, make_notebooks
 from vibe_agent.course.reference import reference_model
 
 
@@ -29,7 +31,7 @@ def test_demo_offline_runs_four_tasks(tmp_path):
     done = run_cli("demo", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "运行模式：reference" in out and "不是 LLM" in out
+    assert "运行模式：offline" in out and "不是 LLM" in out  # the README's default without a key
     for n in (1, 2, 3, 4):
         assert f"任务 {n}：" in out
     assert "17 × 23 = 391" in out
@@ -120,3 +122,86 @@ def test_record_lesson_replaces_only_good_recordings(tapes, monkeypatch, capsys)
     assert Cassette.load(tapes / "l_good.json").interactions == good.interactions
     assert (tapes / "l_bad.json").read_text(encoding="utf-8") == "the committed cassette"
     assert not (tapes / "l_good.json.partial").exists() and (tapes / "l_bad.json.partial").exists()
+
+
+# --- one language per reader ------------------------------------------------------------
+
+# argparse's own English, and provenance English, that must not reach a Chinese reader.
+ENGLISH = re.compile(r"usage|options|error|invalid|required|arguments|choose from|help message"
+                     r"|expected|unrecognized|ambiguous|scripted transport|pages served")
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    pytest.param([], "缺少必需的参数：命令", id="no-command"),
+    pytest.param(["dmeo"], "没有 'dmeo' 这个选项", id="invalid-command"),
+    pytest.param(["demo", "--mode", "foo"], "参数 --mode：没有 'foo' 这个选项",
+                 id="invalid-choice"),
+    pytest.param(["demo", "--max-iters", "x"], "参数 --max-iters：应该是至少为 1 的整数",
+                 id="invalid-number"),
+    pytest.param(["demo", "--max-iters"], "参数 --max-iters：后面要跟一个值", id="missing-value"),
+    pytest.param(["ask"], "缺少必需的参数：问题", id="missing-question"),
+    pytest.param(["info", "--bogus"], "不认识的参数：--bogus", id="unrecognized"),
+    pytest.param(["demo", "--mo", "x", "--max", "2"], "没有 'x' 这个选项", id="abbreviation"),
+])
+def test_command_line_mistakes_are_explained_in_chinese(capsys, argv, says):
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert stopped.value.code == cli.EXIT_CONFIG
+    assert says in err and "看用法：python -m vibe_agent" in err
+    assert not ENGLISH.search(err), err
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(["--help"], id="main"),
+    *[pytest.param([name, "--help"], id=name) for name in ("demo", "ask", "record", "info")],
+])
+def test_help_is_chinese_and_every_argument_has_help(capsys, argv):
+    with pytest.raises(SystemExit):
+        cli.main(argv)
+    out = capsys.readouterr().out
+    assert out.startswith("用法：") and "显示这段帮助" in out
+    assert not ENGLISH.search(out), out
+    assert "cassette" not in out.replace("--cassette", "")  # the glossary's word is 录制文件
+
+
+def test_every_argument_has_help():
+    parser = cli.build_parser()
+    [commands] = [a for a in parser._actions if a.dest == "command"]
+    for name, sub in commands.choices.items():
+        missing = [a.dest for a in sub._actions if not a.help]
+        assert not missing, f"{name}: {missing}"
+
+
+def test_make_notebooks_help_is_chinese(capsys):
+    with pytest.raises(SystemExit):
+        make_notebooks.main(["--help"])
+    out = capsys.readouterr().out
+    assert out.startswith("用法：") and "学员版笔记本" in out and not ENGLISH.search(out), out
+
+
+def test_other_parsers_keep_their_language():
+    """The catalog is installed only while a course parser works."""
+    import argparse
+
+    plain = argparse.ArgumentParser(prog="p")
+    cli.build_parser().format_help()
+    assert plain.format_usage().startswith("usage: ")
+
+
+@pytest.mark.parametrize(("mode", "words"), [
+    pytest.param("reference", ["接口：程序里的脚本参考模型", "网页：课程自带的替身页面"],
+                 id="reference"),
+    pytest.param("offline", ["运行模式：offline", "回退："], id="offline"),
+])
+def test_info_speaks_chinese(tmp_path, mode, words):
+    done = run_cli("info", "--mode", mode, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert all(word in done.stdout for word in words)
+    assert not ENGLISH.search(done.stdout), done.stdout
+
+
+def test_info_default_mode_is_the_readmes(tmp_path):
+    """README: offline is the default without a key."""
+    done = run_cli("info", cwd=tmp_path)
+    assert done.stdout.splitlines()[0] == "运行模式：offline"

@@ -1,9 +1,11 @@
 """The learners' notebooks: in sync with the solution notebooks, and runnable.
 
 The solution notebooks are run by nbval, outputs compared (pyproject.toml's addopts).
-A learners' notebook has its exercises unsolved, so it is only run, with nbclient: the
-sole error allowed is the `NotImplementedError` of an unsolved exercise, and anything
-in a cell tagged `raises-exception` (a cell that demonstrates a failure).
+A learners' notebook has its exercises unsolved, so it is only run, with nbclient, as
+JupyterLab's "Run All" runs it: top to bottom, stopping at the first error. It must
+reach the end. The only errors allowed are in cells tagged `raises-exception` (a cell
+that demonstrates a failure); a demo cell that needs an exercise's answer uses the
+package's version while the exercise is unfinished (`vibe_agent.course.fallback`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbclient.exceptions import CellExecutionError
 from nbformat.v4 import new_code_cell
 from nbval.plugin import get_sanitize_patterns
 
@@ -20,22 +23,35 @@ from vibe_agent.course import make_notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 LEARNER_NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-CELL_TIMEOUT = 120  # seconds, per cell
+
+# Learners' notebooks whose demo cells still call an unsolved exercise directly (Run All
+# stops there). Strict: once a notebook runs through, its row fails until removed here.
+STOPS_AT_AN_EXERCISE = {
+    "00_setup.ipynb": "cells 25, 30: first_answer, pick_mode",
+    "01_naive.ipynb": "cells 52, 58: parse_action, fabricated_observations",
+    "02_protocol.ipynb": "cells 43, 52, 54: assistant_message, tool_messages, is_final",
+    "03_registry.ipynb": "cells 16, 19, 35, 37: python_type_to_schema, safe_invoke",
+    "04_loop.ipynb": "cells 10, 12, 22, 25, 30: my_run_agent, predict_sent_roles",
+    "05_brakes.ipynb": "cells 64, 69: ToolErrorBrake, braked_loop",
+    "06_demo_tasks.ipynb": "cells 41, 46: judge_honesty, summarise",
+    "07_trace_context.ipynb": "cells 32, 39, 58: prompt_growth, my_trim",
+}
 
 
-def run_notebook(path: Path) -> nbformat.NotebookNode:
-    """Execute every cell in a fresh kernel started in the notebook's folder, errors kept."""
-    return make_notebooks.execute_notebook(path, allow_errors=True)
+def run_all(path: Path) -> nbformat.NotebookNode:
+    """Run every cell in a fresh kernel started in the notebook's folder, as Run All does:
+    the first error outside a `raises-exception` cell raises CellExecutionError."""
+    return make_notebooks.execute_notebook(path)
 
 
-def unexpected_errors(nb: nbformat.NotebookNode) -> list[str]:
-    """Each error but an unsolved exercise's, as `cell N (first line): Name: message`."""
+def error_outputs(nb: nbformat.NotebookNode) -> list[str]:
+    """Each error output outside a `raises-exception` cell, as `cell N (first line): …`."""
     found = []
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or "raises-exception" in cell.metadata.get("tags", []):
             continue
         for output in cell.outputs:
-            if output.output_type == "error" and output.ename != "NotImplementedError":
+            if output.output_type == "error":
                 first_line = cell.source.strip().splitlines()[0]
                 found.append(f"cell {index} ({first_line}): {output.ename}: {output.evalue}")
     return found
@@ -46,28 +62,60 @@ def test_learner_notebooks_are_up_to_date():
     assert not found, "\n".join(["Notebooks out of sync:", *found, make_notebooks.FIX_HINT])
 
 
-@pytest.mark.parametrize("path", LEARNER_NOTEBOOKS, ids=[path.name for path in LEARNER_NOTEBOOKS])
-def test_learner_notebook_runs(path):
-    errors = unexpected_errors(run_notebook(path))
-    assert not errors, "\n".join([f"{path.name}: errors but an unsolved exercise's:", *errors])
+def _learner_rows() -> list:
+    rows = []
+    for path in LEARNER_NOTEBOOKS:
+        stops = STOPS_AT_AN_EXERCISE.get(path.name)
+        marks = [pytest.mark.xfail(raises=CellExecutionError, strict=True,
+                                   reason=f"Run All stops at an unsolved exercise: {stops}")
+                 ] if stops else []
+        rows.append(pytest.param(path, marks=marks, id=path.name))
+    return rows
 
 
-def test_runner_allows_only_unsolved_exercises(tmp_path):
-    """The runner itself, on the fixture's learners' view plus one broken cell."""
-    nb = make_notebooks.learner_notebook(
-        nbformat.read(ROOT / "tests" / "fixtures" / "mini_solution.ipynb", as_version=4)
-    )
-    nb.cells.append(new_code_cell("print(undefined_name)"))
-    make_notebooks.write_notebook(nb, tmp_path / "broken.ipynb")
-    ran = run_notebook(tmp_path / "broken.ipynb")
-    raised = [out.ename for cell in ran.cells for out in cell.get("outputs", [])
-              if out.output_type == "error"]
-    assert raised == ["NotImplementedError", "ZeroDivisionError", "NotImplementedError",
-                      "NameError"]
-    assert unexpected_errors(ran) == [
-        f"cell {len(nb.cells) - 1} (print(undefined_name)): "
-        "NameError: name 'undefined_name' is not defined"
-    ]
+@pytest.mark.parametrize("path", _learner_rows())
+def test_learner_notebook_runs_top_to_bottom(path):
+    nb = run_all(path)
+    assert not error_outputs(nb)
+
+
+FIXTURE_CELLS = {
+    "stub": 'def double(n):\n    raise NotImplementedError("练习还没完成")',
+    "demo cell falls back": (
+        "from vibe_agent.course.fallback import learner_or_package\n"
+        "def twice(n):\n    return n * 2\n"
+        'print(learner_or_package(double, twice, "练习 1")(21))'),
+    "demonstrated failure": "1 / 0",
+    "unsolved exercise called": "print(double(21))",
+    "any other error": "print(undefined_name)",
+}
+
+
+@pytest.mark.parametrize(
+    ("cells", "stops_at"),
+    [
+        pytest.param(["stub", "demo cell falls back", "demonstrated failure"], None,
+                     id="falls-back-and-tagged-failure-run-through"),
+        pytest.param(["stub", "unsolved exercise called", "demo cell falls back"],
+                     "NotImplementedError", id="unsolved-exercise-stops-run-all"),
+        pytest.param(["stub", "any other error"], "NameError", id="any-other-error-stops"),
+    ],
+)
+def test_run_all_stops_at_the_first_error(tmp_path, cells, stops_at):
+    """The runner itself: it stops where JupyterLab's Run All would."""
+    nb = nbformat.v4.new_notebook(cells=[new_code_cell(FIXTURE_CELLS[name]) for name in cells])
+    for cell, name in zip(nb.cells, cells, strict=True):
+        if name == "demonstrated failure":
+            cell.metadata["tags"] = ["raises-exception"]
+    nbformat.write(nb, tmp_path / "mini.ipynb")
+    if stops_at is None:
+        ran = run_all(tmp_path / "mini.ipynb")
+        assert error_outputs(ran) == []
+        assert ran.cells[1].outputs[0].text == ("（练习 1 还没完成：这一格先用包里的 twice；"
+                                                "完成练习后再运行这一格，就会用你的。）\n42\n")
+    else:
+        with pytest.raises(CellExecutionError, match=stops_at):
+            run_all(tmp_path / "mini.ipynb")
 
 
 def test_kernels_replay_and_start_in_the_notebook_folder(tmp_path):
@@ -76,7 +124,7 @@ def test_kernels_replay_and_start_in_the_notebook_folder(tmp_path):
         cells=[new_code_cell("import os\nprint(os.environ['VIBE_AGENT_MODE'], os.getcwd())")]
     )
     nbformat.write(nb, tmp_path / "env.ipynb")
-    [output] = run_notebook(tmp_path / "env.ipynb").cells[0].outputs
+    [output] = run_all(tmp_path / "env.ipynb").cells[0].outputs
     assert output.text == f"replay {tmp_path}\n"
 
 

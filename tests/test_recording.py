@@ -328,3 +328,115 @@ def test_a_recording_killed_at_any_moment_leaves_a_loadable_file(tmp_path):
         process.wait()
         partial = target.with_name(target.name + ".partial")
         assert Cassette.load(partial).interactions  # complete JSON, never a torn file
+
+
+# --- recording from code: close(), `with`, and the end of the program ----------------------
+
+QUESTION = [{"role": "user", "content": "17 × 23 等于多少？"}]
+
+
+@pytest.fixture(autouse=True)
+def _no_recordings_left_for_exit(monkeypatch):
+    """Recordings a test leaves unfinished are not finished when pytest exits."""
+    from vibe_agent.course import client as client_module
+
+    monkeypatch.setattr(client_module, "_FINISH_AT_EXIT", {})
+
+
+def ask(client) -> None:
+    client.chat.completions.create(model=client.model, messages=QUESTION)
+
+
+@pytest.mark.parametrize("finish", [
+    pytest.param(lambda client: client.close(), id="close"),
+    pytest.param(lambda client: client.__exit__(None, None, None), id="end-of-with-block"),
+    pytest.param(lambda client: client.finish_recording(), id="finish_recording"),
+])
+def test_a_recording_made_from_code_lands(tapes, finish):
+    client = make_client(mode="record", cassette="mine.json")
+    ask(client)
+    assert not (tapes / "mine.json").exists()
+    finish(client)
+    saved = Cassette.load(tapes / "mine.json")
+    assert saved.interactions and not (tapes / "mine.json.partial").exists()
+    assert saved.provenance["recorded_with"] == (
+        "从代码录制：make_client(mode='record', cassette='mine.json')")
+
+
+def test_a_with_block_that_raises_keeps_only_the_partial(tapes):
+    with pytest.raises(RuntimeError), make_client("record", "mine") as client:
+        ask(client)
+        raise RuntimeError("the run broke")
+    assert (tapes / "mine.json.partial").exists() and not (tapes / "mine.json").exists()
+
+
+def test_closing_a_failed_recording_keeps_the_cassette(good, monkeypatch):
+    before = good.read_bytes()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x-123456789")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("VIBE_AGENT_MODEL", "m")
+    monkeypatch.setenv("VIBE_AGENT_MAX_RETRIES", "0")
+    client = make_client("record", good, source="live")
+    with pytest.raises(openai.APIConnectionError):
+        ask(client)
+    with pytest.raises(RecordingFailed, match="没有得到响应"):
+        client.close()
+    assert good.read_bytes() == before
+
+
+def test_under_the_record_command_the_command_finishes(tapes, monkeypatch):
+    """`record LESSON` checks each kernel's NAME.json.partial itself: close() leaves it."""
+    monkeypatch.setenv("VIBE_AGENT_RECORDED_WITH", "python -m vibe_agent record 02_protocol")
+    client = make_client("record", "lesson")
+    ask(client)
+    client.close()
+    assert (tapes / "lesson.json.partial").exists() and not (tapes / "lesson.json").exists()
+    assert client.provenance["recorded_with"] == "python -m vibe_agent record 02_protocol"
+
+
+SCRIPT = """
+from vibe_agent.course.client import make_client
+client = make_client(mode="record", cassette="mine.json")
+client.chat.completions.create(model=client.model, messages=[{"role": "user", "content": "1+1"}])
+"""
+
+
+@pytest.mark.parametrize(("ending", "lands", "said"), [
+    pytest.param("", True, "已保存录制文件", id="script-ends"),
+    pytest.param("raise RuntimeError('boom')", False, "没有换成正式的录制文件",
+                 id="script-crashes"),
+])
+def test_a_script_finishes_its_recording_when_it_ends(tapes, ending, lands, said):
+    (tapes / "rec.py").write_text(SCRIPT + ending + "\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
+    done = subprocess.run([sys.executable, "rec.py"], cwd=tapes, capture_output=True, text=True,
+                          timeout=120, env=env | {"PYTHONPATH": str(ROOT)})
+    assert said in done.stderr
+    assert (tapes / "mine.json").exists() == lands
+    assert (tapes / "mine.json.partial").exists() != lands
+    if lands:
+        how = Cassette.load(tapes / "mine.json").provenance["recorded_with"]
+        assert how == ("从代码录制：make_client(mode='record', cassette='mine.json')，"
+                       f"在 {tapes / 'rec.py'} 里")
+
+
+def test_a_missing_cassette_points_at_the_partial_beside_it(tapes):
+    client = make_client("record", "mine")
+    ask(client)
+    with pytest.raises(cassette_module.CassetteError) as missing:
+        make_client("replay", "mine")
+    text = str(missing.value)
+    assert "mine.json.partial" in text and "client.close()" in text and "promote_partial" in text
+    promote_partial(tapes / "mine.json.partial")  # what the message says to do
+    assert make_client("replay", "mine").cassette.interactions
+
+
+def test_a_miss_also_points_at_a_newer_partial(tapes):
+    with make_client("record", "mine") as client:
+        ask(client)
+    client = make_client("record", "mine")  # a second recording, never finished
+    client.chat.completions.create(model=client.model, messages=[{"role": "user", "content": "x"}])
+    with pytest.raises(cassette_module.ReplayMiss, match="没收尾的录制 mine.json.partial"):
+        ask_other = make_client("replay", "mine")
+        ask_other.chat.completions.create(model=ask_other.model,
+                                          messages=[{"role": "user", "content": "y"}])

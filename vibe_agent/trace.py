@@ -64,11 +64,19 @@ class Trace(list[TraceStep]):
     model: str | None = None
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps([step.to_dict() for step in self], ensure_ascii=False, indent=indent)
+        """One JSON object per step; each model step also carries `asked_for`, the model the
+        run asked for (`Trace.model`), so the text rendering survives a round trip."""
+        data = [step.to_dict() | ({"asked_for": self.model} if step.kind == "model" else {})
+                for step in self]
+        return json.dumps(data, ensure_ascii=False, indent=indent)
 
     @classmethod
     def from_json(cls, text: str) -> Trace:
-        return cls(_step(d) for d in json.loads(text))
+        """The trace `to_json` wrote, `model` included."""
+        data = json.loads(text)
+        trace = cls(_step(d) for d in data)
+        trace.model = next((d.get("asked_for") for d in data if d.get("kind") == "model"), None)
+        return trace
 
     def render(self, width: int = 100) -> str:
         """Readable text, one line per step (long values shortened); a sub-agent's

@@ -299,7 +299,15 @@ def _json_problem(text: str, error: json.JSONDecodeError) -> str:
 
 def _remedy_for_damage(path: Path, recorded_with: str | None = None) -> str:
     return (f"录制文件不要手改：用 git checkout -- {path} 恢复仓库里的版本，"
-            f"或者用 {recorded_with or RECORD_COMMAND} 重新录制")
+            f"或者重新录制（{recorded_with or RECORD_COMMAND}）")
+
+
+def _remedy_for_partial(partial: Path) -> str:
+    return (f"这是一次没有收尾的录制。在代码里录制时，录完调用 client.close()，或者用 "
+            f"with make_client(\"record\", ...) as client: 录制，程序正常退出时也会收尾："
+            f"那时检查无误才换成正式的录制文件。这一份可以这样检查并保存："
+            f"from vibe_agent.course.cassette import promote_partial; "
+            f"promote_partial(\"{partial}\")（录制失败时会说明原因，原文件保持不变）")
 
 
 def _remedy_for_missing(path: Path) -> str:
@@ -315,6 +323,10 @@ def read_cassette_file(path: Path) -> dict[str, Any]:
     if path.is_dir():
         raise CassetteError(path, "这是一个文件夹，不是录制文件", _remedy_for_missing(path))
     if not path.exists():
+        partial = path.with_name(path.name + PARTIAL)
+        if partial.is_file():
+            raise CassetteError(path, f"文件不存在，但旁边有一份没收尾的录制 {partial.name}",
+                                _remedy_for_partial(partial))
         raise CassetteError(path, "文件不存在", _remedy_for_missing(path))
     try:
         raw = path.read_bytes()
@@ -378,6 +390,7 @@ class Cassette:
         # One lock per cassette: concurrent tasks (the bench) record into one cassette,
         # and a replay lookup counts what it served (read-modify-write).
         self._lock = threading.RLock()
+        self._finished: tuple[int, int] | None = None  # (interactions, failures) at finish()
         self._index()
 
     def _index(self) -> None:
@@ -473,6 +486,7 @@ class Cassette:
                 refused (wrong key, wrong address); the previous cassette is kept and
                 what was recorded stays in NAME.json.partial.
         """
+        self._finished = (len(self.interactions), len(self.failures))
         problems = self.recording_problems()
         if problems:
             if self.interactions or self.failures:
@@ -482,6 +496,12 @@ class Cassette:
         target = self.save()
         self.partial_path.unlink(missing_ok=True)
         return target
+
+    @property
+    def unfinished(self) -> bool:
+        """Whether something was recorded (or failed) since the last `finish()`."""
+        return self._finished != (len(self.interactions), len(self.failures)) and bool(
+            self.interactions or self.failures)
 
     # -- replaying -----------------------------------------------------------
 
@@ -554,6 +574,9 @@ class Cassette:
             "VIBE_AGENT_MODE=live（配置 key）或 VIBE_AGENT_MODE=local。\n"
             f"  2. 重新录制，让录制文件跟上改动：{command}\n"
             "  3. 撤销你的改动，让请求和录制时一模一样。")
+        if self.path is not None and self.partial_path.is_file():
+            remedy += (f"\n  另外：旁边还有一份没收尾的录制 {self.partial_path.name}，"
+                       f"{_remedy_for_partial(self.partial_path)}")
         found = self.nearest(body)
         if found is None:
             return f"{head}\n这份录制文件里一次模型调用也没有。\n{remedy}"

@@ -23,17 +23,19 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import NoReturn
 
 from ..loop import AgentResult, run_agent
 from ..trace import TraceStep, render_step
 from .cassette import CassetteError, RecordingFailed, ReplayMiss, promote_partial
+from .chinese_argparse import ChineseArgumentParser
 from .client import (
     PAGES,
     ConfigError,
     CourseClient,
     cassette_dir,
     make_client,
+    pages_words,
+    resolve_mode,
     secrets_of,
     settings,
 )
@@ -51,22 +53,19 @@ def say(*parts: object, error: bool = False) -> None:
     print(_redact(text), file=sys.stderr if error else sys.stdout, flush=True)
 
 
-def _cli_mode(requested: str | None, cassette: str | None) -> str:
-    """The CLI's default differs from notebooks': offline without a cassette means the
-    reference model alone."""
-    env = settings()
-    return (requested or env.get("VIBE_AGENT_MODE")
-            or ("live" if env.get("OPENAI_API_KEY") else "offline" if cassette else "reference"))
+def _client(args: argparse.Namespace) -> CourseClient:
+    """The client for the chosen mode, defaulting as notebooks do (live with a key, else
+    offline); offline and reference, pages come from the course's stand-ins."""
+    mode = resolve_mode(args.mode, settings())
+    pages = "bundled" if mode in ("reference", "offline") else None
+    return make_client(mode, args.cassette, pages=pages)
 
 
 def _connect(args: argparse.Namespace) -> CourseClient:
-    """The client for the chosen mode; offline, pages come from the course's stand-ins."""
-    mode = _cli_mode(args.mode, args.cassette)
-    pages = "bundled" if mode in ("reference", "offline") else None
-    client = make_client(mode, args.cassette, pages=pages)
+    client = _client(args)
     say(client.describe())
     if client.provenance.get("pages"):
-        say(f"网页：{client.provenance['pages']}")
+        say(f"网页：{pages_words(client.provenance['pages'])}")
     say()
     return client
 
@@ -162,6 +161,8 @@ def _record_scenario(name: str, args: argparse.Namespace) -> None:
     scenario = SCENARIOS[name]
     pages = None if args.pages == "network" else BundledPages()
     client = make_client("record", name, source=scenario.source, pages=pages)
+    source = os.environ.get("VIBE_AGENT_RECORD_SOURCE") or scenario.source
+    client.provenance["recorded_with"] = f"python -m vibe_agent record {name} --source {source}"
     client.provenance["scenario"] = f"{name}: {scenario.about}"
     scenario.run(client, client.model, client.world)
     path = client.cassette.finish()
@@ -201,10 +202,10 @@ def _record_lesson(name: str, notebook: os.PathLike[str], args: argparse.Namespa
 def cmd_info(args: argparse.Namespace) -> int:
     from .client import find_dotenv, live_limits
 
-    mode = _cli_mode(args.mode, args.cassette)
-    client = make_client(mode, args.cassette,
-                         pages="bundled" if mode in ("reference", "offline") else None)
+    client = _client(args)
     say(client.describe())
+    if client.provenance.get("pages"):
+        say(f"网页：{pages_words(client.provenance['pages'])}")
     env = settings()
     dotenv = find_dotenv()
     say(f".env 文件：{dotenv if dotenv else '没有（只读环境变量）'}")
@@ -225,47 +226,48 @@ def positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(
-            f"--max-iters 应该是至少为 1 的整数（最多调用模型几次），收到的是 {text!r}")
+            f"应该是至少为 1 的整数（最多调用模型几次），收到的是 {text!r}")
     return value
 
 
-class ChineseArgumentParser(argparse.ArgumentParser):
-    """Command-line mistakes end with one Chinese line and exit code 2, no traceback."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_CONFIG, f"命令行参数有误：{message}\n"
-                               f"看用法：{self.prog} --help\n")
+MODES_HELP = ("运行模式（默认：配置了 OPENAI_API_KEY 时 live，否则离线模式 offline："
+              "没有录制文件时由脚本参考模型回答，并标明）")
+MAX_ITERS_HELP = "最多调用模型几次（刹车：到了就停下），默认 6"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ChineseArgumentParser(prog="python -m vibe_agent",
                                    description="Vibe Agent 练习册的命令行。")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="命令",
+                                title="命令", help="demo、ask、record、info 或 bench")
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--mode", choices=["offline", "replay", "live", "local", "reference"],
-                       help="运行模式（默认：有 key 时 live；给了 --cassette 时 offline；"
-                            "否则脚本参考模型 reference）")
-        p.add_argument("--cassette", help="回放的录制文件名（offline / replay 模式）")
+                       help=MODES_HELP)
+        p.add_argument("--cassette", metavar="录制文件",
+                       help="回放的录制文件名，例如 demo_reference（offline / replay 模式）")
 
     demo = sub.add_parser("demo", help="运行四个演示任务并打印 trace 与汇总表")
     common(demo)
-    demo.add_argument("--max-iters", type=positive_int, default=6)
+    demo.add_argument("--max-iters", type=positive_int, default=6, metavar="N",
+                      help=MAX_ITERS_HELP)
     demo.set_defaults(func=cmd_demo)
 
     ask = sub.add_parser("ask", help="让 Agent 回答一个问题")
-    ask.add_argument("question")
+    ask.add_argument("question", metavar="问题", help="要问的问题，例如 \"17 × 23 等于多少？\"")
     common(ask)
-    ask.add_argument("--max-iters", type=positive_int, default=6)
+    ask.add_argument("--max-iters", type=positive_int, default=6, metavar="N",
+                     help=MAX_ITERS_HELP)
     ask.set_defaults(func=cmd_ask)
 
-    record = sub.add_parser("record", help="重新录制 cassette")
-    record.add_argument("scenarios", nargs="*")
-    record.add_argument("--all", action="store_true", help="录制全部场景")
+    record = sub.add_parser("record", help="重新录制录制文件（场景或课程笔记本）")
+    record.add_argument("scenarios", nargs="*", metavar="名字",
+                        help="场景名（如 demo_reference）或课程笔记本名（如 02_protocol）")
+    record.add_argument("--all", action="store_true", help="录制全部场景和全部课程")
     record.add_argument("--source", choices=["reference", "local", "live"],
-                        help="录制来源（默认：场景自己的来源）")
+                        help="录制来源（默认：每份录制文件用它原来的来源）")
     record.add_argument("--pages", choices=list(PAGES), default="bundled",
-                        help="网页来自课程自带的页面（默认，离线）还是真实网络")
+                        help="网页来自课程自带的页面（bundled，默认，离线）还是真实网络（network）")
     record.set_defaults(func=cmd_record)
 
     info = sub.add_parser("info", help="显示当前运行模式、录制文件的来源和设置")

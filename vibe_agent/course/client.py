@@ -25,8 +25,10 @@ the API but a few read-only attributes: `client.mode`, `client.model`,
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
+import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -41,6 +43,7 @@ from dotenv import dotenv_values
 from ..world import World, http_client, system_clock
 from .cassette import (
     Cassette,
+    CassetteError,
     Fallback,
     RecordTransport,
     ReplayTransport,
@@ -97,6 +100,7 @@ class Connection:
     timeout: httpx2.Timeout | None = None
     max_retries: int = 0
     redact: Redactor = field(default_factory=Redactor)
+    finishes_recording: bool = True  # False under `record LESSON`, which finishes them itself
 
 
 class CourseClient(openai.OpenAI):
@@ -146,6 +150,37 @@ class CourseClient(openai.OpenAI):
         """Offline mode: what answers requests the cassette lacks (`.answered` counts them)."""
         return self.connection.fallback
 
+    def finish_recording(self) -> Path | None:
+        """Record mode: check the recording and, when it is good, replace the cassette file
+        with it (see `Cassette.finish`); None when nothing new was recorded.
+
+        `close()`, the end of a `with make_client("record", ...) as client:` block and the
+        end of the program call it too.
+
+        Raises:
+            RecordingFailed: the recording is not good; the cassette file is unchanged and
+                what was recorded stays in NAME.json.partial.
+        """
+        tape = self.cassette
+        if self.mode != "record" or tape is None or not tape.unfinished:
+            return None
+        if not self.connection.finishes_recording:  # `record LESSON` finishes it itself
+            return None
+        return tape.finish()
+
+    def close(self) -> None:
+        """Close the connection; in record mode, finish the recording first."""
+        try:
+            self.finish_recording()
+        finally:
+            super().close()
+
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:  # a run that raised is not a recording to keep: NAME.json.partial stays
+            super().close()
+
     def copy(self, **options: Any) -> Self:  # the SDK builds the copy with self.__class__
         twin = super().copy(**options)
         twin._connection = self._connection
@@ -173,18 +208,38 @@ class CourseClient(openai.OpenAI):
             how = c.provenance.get("recorded_with", "?")
             lines.append(f"录制时间：{when}；录制方式：{how}")
         if c.provenance.get("endpoint"):
-            lines.append(f"接口：{c.provenance['endpoint']}")
+            lines.append(f"接口：{endpoint_words(c.provenance['endpoint'])}")
         if c.mode == "live" and c.timeout is not None:
             lines.append(f"等待：连接 {c.timeout.connect:g} s，响应 {c.timeout.read:g} s；"
                          f"失败后重试 {c.max_retries} 次")
         if c.mode == "record" and c.cassette is not None:
-            lines.append(f"录制中：先写进 {c.cassette.partial_path.name}，"
-                         "录完检查无误才替换正式的录制文件")
+            lines.append(f"录制中：先写进 {c.cassette.partial_path.name}；client.close()、"
+                         "with 块结束或程序退出时检查，无误才替换正式的录制文件")
         if c.fallback is not None:
             lines.append(f"回退：录制文件里没有的请求由{c.fallback.about}回答，"
                          f"回答的 model 字段标为 “{c.fallback.label}”"
                          f"（已回退 {c.fallback.answered} 次）")
         return "\n".join(lines)
+
+
+def endpoint_words(endpoint: str) -> str:
+    """A provenance's `endpoint` (English, as cassettes store it) for a Chinese reader."""
+    if endpoint.startswith("scripted transport"):
+        return "程序里的脚本参考模型，不经过网络"
+    if endpoint.startswith("llama.cpp server"):
+        return "本机 127.0.0.1 上的 llama.cpp 服务"
+    return endpoint  # a host name or URL reads the same in any language
+
+
+def pages_words(note: str) -> str:
+    """A provenance's `pages` note (English, as cassettes store it) for a Chinese reader."""
+    from .pages import BUNDLED_PAGES, BUNDLED_PAGES_NOTE, OTHER_PAGES_NOTE
+
+    if not note.startswith(BUNDLED_PAGES_NOTE):
+        return note
+    files = "，".join(f"vibe_agent/data/{file} 充当 {url}" for url, file in BUNDLED_PAGES.items())
+    others = "；其他网址走网络" if note.endswith(OTHER_PAGES_NOTE) else ""
+    return f"课程自带的替身页面（{files}；为课程写的，不是下载的）{others}"
 
 
 def _redact_json(value: Any, redact: Redactor) -> Any:
@@ -368,7 +423,8 @@ def make_client(mode: str | None = None, cassette: str | os.PathLike[str] | None
         path = cassette_path(cassette, env) if cassette else None
         return _offline(path, env, pages, page_transport)
     if chosen == "record":
-        return _record(cassette_path(cassette, env), env, source, page_transport, pages_note)
+        return _record(cassette_path(cassette, env), env, source, page_transport, pages_note,
+                       recorded_from_code(cassette, mode, source, env))
     provenance = {"pages": pages_note} if pages_note else {}
     world = _real_world(page_transport)
     if chosen == "live":
@@ -467,8 +523,62 @@ def package_version() -> str:
 _RECORDING: dict[Path, Cassette] = {}  # cassettes being recorded in this process
 
 
+_FINISH_AT_EXIT: dict[Path, Cassette] = {}  # recordings made from code (not by the CLI)
+
+
+@atexit.register
+def _finish_recordings() -> None:
+    """At the end of the program, finish every recording made from code that nobody
+    finished (a script or a notebook kernel that never called close()); a failed one
+    says why, on stderr. A script that died of an exception keeps NAME.json.partial."""
+    crashed = hasattr(sys, "last_value") and "ipykernel" not in sys.modules
+    for tape in list(_FINISH_AT_EXIT.values()):
+        if not tape.unfinished:
+            continue
+        if crashed:
+            print(f"程序因为异常结束：{tape.partial_path} 没有换成正式的录制文件"
+                  f"（{_remedy_hint(tape)}）", file=sys.stderr)
+            continue
+        try:
+            path = tape.finish()
+        except CassetteError as exc:
+            print(exc, file=sys.stderr)
+        else:
+            print(f"已保存录制文件 {path}", file=sys.stderr)
+
+
+def _remedy_hint(tape: Cassette) -> str:
+    return (f"确认没问题的话：from vibe_agent.course.cassette import promote_partial; "
+            f"promote_partial(\"{tape.partial_path}\")")
+
+
+def recorded_from_code(cassette: str | os.PathLike[str], mode: str | None,
+                       source: str | None, env: dict[str, str]) -> str:
+    """How a recording made from code was made: the make_client call that ran, and the
+    notebook or script when known. Never a command nobody ran."""
+    args = [f"mode={mode!r}"] if mode else []
+    args.append(f"cassette={os.fspath(cassette)!r}")
+    if source:
+        args.append(f"source={source!r}")
+    text = f"从代码录制：make_client({', '.join(args)})"
+    for name in ("VIBE_AGENT_MODE", "VIBE_AGENT_RECORD_SOURCE"):
+        if env.get(name) and (name != "VIBE_AGENT_MODE" or not mode):
+            text += f"，{name}={env[name]}"
+    where = env.get("JPY_SESSION_NAME") or _script()  # Jupyter names the notebook there
+    return text + (f"，在 {where} 里" if where else "")
+
+
+def _script() -> str:
+    """The script this program runs, if it is one (not a Jupyter kernel or pytest)."""
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    if not main or "site-packages" in main or not Path(main).is_file():
+        return ""
+    return main
+
+
 def _record(path: Path, env: dict[str, str], source: str | None,
-            pages: httpx2.BaseTransport | None, pages_note: str | None) -> CourseClient:
+            pages: httpx2.BaseTransport | None, pages_note: str | None,
+            called_with: str) -> CourseClient:
     # VIBE_AGENT_RECORD_SOURCE overrides a notebook's own choice: one command
     # re-records every cassette from the same source (e.g. your live model).
     source = env.get("VIBE_AGENT_RECORD_SOURCE") or source or (
@@ -479,9 +589,8 @@ def _record(path: Path, env: dict[str, str], source: str | None,
     provenance |= {
         "request_model": model,
         "recorded_at": datetime.now(UTC).replace(microsecond=0).isoformat(),
-        # `record LESSON` runs a notebook: it names the command that re-records it
-        "recorded_with": env.get("VIBE_AGENT_RECORDED_WITH")
-        or f"python -m vibe_agent record {path.stem} --source {source}",
+        # `record NAME` names its own command; from code, the call that ran
+        "recorded_with": env.get("VIBE_AGENT_RECORDED_WITH") or called_with,
         "vibe_agent": package_version(),
         "openai_sdk": openai.__version__,
     }
@@ -495,7 +604,11 @@ def _record(path: Path, env: dict[str, str], source: str | None,
     base_url, auth = without_credentials(base_url)
     timeout, _ = live_limits(env)
     world = record_world(tape, system_clock, pages or httpx2.HTTPTransport())
-    connection = Connection("record", model, world, tape.provenance, tape, redact=redact)
+    by_command = bool(env.get("VIBE_AGENT_RECORDED_WITH"))
+    if not by_command:
+        _FINISH_AT_EXIT[path] = tape
+    connection = Connection("record", model, world, tape.provenance, tape, redact=redact,
+                            finishes_recording=not by_command)
     return _client(connection, RecordTransport(tape, upstream), base_url=base_url,
                    api_key=env.get("OPENAI_API_KEY") or "record-no-key", auth=auth,
                    timeout=LOCAL_TIMEOUT if source == "local" else timeout)

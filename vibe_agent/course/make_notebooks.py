@@ -6,7 +6,8 @@
 
 Run `python -m vibe_agent.course.make_notebooks` after editing a solution notebook, and
 `python -m vibe_agent.course.make_notebooks --check` to list what is out of date (CI does, through
-tests/test_notebooks.py). The rules, applied to each solution notebook:
+tests/test_notebooks.py); `--execute` first re-runs solution notebooks in replay mode.
+The rules, applied to each solution notebook:
 
 1. A code cell's region between `### BEGIN SOLUTION` and `### END SOLUTION` (nbgrader's
    markers, each alone on its line) becomes a Chinese hint comment and
@@ -29,7 +30,6 @@ Solution notebooks must not carry widget state either; the plain run strips it f
 
 from __future__ import annotations
 
-import argparse
 import copy
 import io
 import os
@@ -289,31 +289,34 @@ def refresh(names: list[str], solutions_dir: Path = SOLUTIONS_DIR) -> list[Path]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    from .chinese_argparse import ChineseArgumentParser
+
+    parser = ChineseArgumentParser(
         prog="python -m vibe_agent.course.make_notebooks",
-        description="Generate notebooks/*.ipynb (learners) from solutions/*.ipynb.",
+        description="由 solutions/*.ipynb（答案笔记本）生成 notebooks/*.ipynb（学员版笔记本）。",
     )
     parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 when a learners' notebook is out of date")
-    parser.add_argument("--execute", nargs="*", metavar="NAME",
-                        help="first re-run these solution notebooks (all if none named) in "
-                             "replay mode and store their outputs")
+                        help="什么也不写；有学员版笔记本过时的话，列出来并以退出码 1 结束")
+    parser.add_argument("--execute", nargs="*", metavar="课名",
+                        help="先在严格回放模式（replay）下重新运行这些答案笔记本"
+                             "（不写课名就是全部），把输出存回去")
     args = parser.parse_args(argv)
     if args.execute is not None:
         for path in refresh(args.execute):
-            print(f"executed {path}")
+            print(f"已运行并保存输出：{path}")
     if args.check:
         found = problems(SOLUTIONS_DIR, NOTEBOOKS_DIR)
         if found:
-            print("Notebooks out of sync with solutions/:", file=sys.stderr)
+            print("学员版笔记本和 solutions/ 不一致：", file=sys.stderr)
             for line in found:
                 print(f"  {line}", file=sys.stderr)
-            print(FIX_HINT, file=sys.stderr)
+            print("运行 python -m vibe_agent.course.make_notebooks 重新生成，再提交结果"
+                  "（没有对应答案笔记本的学员版笔记本要删掉）。", file=sys.stderr)
             return 1
-        print("Learners' notebooks are up to date.")
+        print("学员版笔记本都是最新的。")
         return 0
     for path in build(SOLUTIONS_DIR, NOTEBOOKS_DIR):
-        print(f"wrote {path}")
+        print(f"已写入：{path}")
     return 0
 
 
