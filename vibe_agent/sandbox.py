@@ -72,7 +72,6 @@ ETC_FILES = ("alternatives", "hosts", "ld.so.cache", "ld.so.conf", "ld.so.conf.d
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")  # besides /usr
 # Files in /proc that change the machine rather than the sandbox: bound read-only.
 PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs", "acpi", "scsi", "mtrr")
-PR_SET_CHILD_SUBREAPER = 36  # prctl(2): orphans of our descendants become our children
 
 
 class SandboxWarning(UserWarning):
@@ -425,73 +424,19 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Without bubblewrap: a supervisor process kills what the command leaves behind
+# Without bubblewrap: a supervisor process (supervise.py) kills what the command leaves
 # ---------------------------------------------------------------------------
 
 
 def supervisor_argv(command: str) -> list[str]:
-    """The command line that runs `command` unisolated under this file's supervisor.
+    """The command line that runs `command` unisolated, under vibe_agent/supervise.py.
 
     Args:
         command: a shell command line.
     """
-    return [sys.executable, "-I", "-S", __file__, "--supervise", "/bin/sh", "-c", command]
-
-
-def _supervise(argv: list[str]) -> int:
-    """Run `argv` with limits and kill every process it leaves behind (runs as its own process).
-
-    Without bubblewrap there is no process namespace that ends with the command. This
-    stands in for it: the limits that work without one (memory and file size), then
-    on Linux a child subreaper, so that orphans — a `setsid` daemon that forked twice —
-    become our children, and are killed when the command ends or we are told to stop.
-    """
-    import resource  # here, not at the top: the module has to import on Windows too
-
-    for limit, value in ((resource.RLIMIT_AS, MAX_MEMORY), (resource.RLIMIT_FSIZE, MAX_FILE_SIZE)):
-        with contextlib.suppress(ValueError, OSError):  # macOS refuses some limits
-            resource.setrlimit(limit, (value, value))
-    if sys.platform.startswith("linux"):
-        import ctypes  # only here: the supervisor is the one process that needs prctl
-
-        ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-
-    def stop(signum: int, frame: object) -> None:
-        _kill_children()
-        os._exit(128 + signum)
-
-    signal.signal(signal.SIGTERM, stop)
-    with subprocess.Popen(argv) as child:
-        code = child.wait()
-    _kill_children()
-    return code if code >= 0 else 128 - code
-
-
-def _kill_children() -> None:
-    """Kill this process's children until none is left (orphans keep coming back to a subreaper)."""
-    for _ in range(1000):  # each round kills every child; their children come next
-        children = _children_of(os.getpid())
-        if not children:
-            return
-        for pid in children:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        for pid in children:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-
-
-def _children_of(parent: int) -> list[int]:
-    """The pids whose parent is `parent`, read from /proc (none where there is no /proc)."""
-    children = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            fields = (entry / "stat").read_text().rpartition(")")[2].split()
-        except OSError:  # the process has just ended
-            continue
-        if int(fields[1]) == parent:
-            children.append(int(entry.name))
-    return children
+    script = Path(__file__).with_name("supervise.py")
+    return [sys.executable, "-I", "-S", str(script), str(MAX_MEMORY), str(MAX_FILE_SIZE),
+            "/bin/sh", "-c", command]
 
 
 # ---------------------------------------------------------------------------
@@ -640,6 +585,3 @@ def run_in_sandbox(command: str, workspace: Path, *, timeout: float,
         elapsed_s=time.monotonic() - started,
     )
 
-
-if __name__ == "__main__" and sys.argv[1:2] == ["--supervise"]:
-    sys.exit(_supervise(sys.argv[2:]))
