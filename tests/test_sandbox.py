@@ -8,11 +8,14 @@ forced with VIBE_AGENT_SANDBOX=none).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
 import socket
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 import uuid
@@ -353,6 +356,54 @@ def test_tmp_is_capped(bwrap_only, workspace):
     result = run(command, workspace, timeout=20)
     assert "No space left on device" in result.output and "FULL" in result.output
     assert int(result.output.split()[-2]) <= sandbox.TMP_SIZE >> 20
+
+
+# The same sandbox for an ordinary user: no change of user on the host, a user namespace
+# maps the user to 65534 inside. Tried for real as nobody, with the system's own Python
+# (the course's may live where nobody cannot read, e.g. under /root).
+AS_AN_ORDINARY_USER = """
+import importlib.util, json, sys
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("sandbox", sys.argv[1])
+sandbox = importlib.util.module_from_spec(spec)
+sys.modules["sandbox"] = sandbox
+spec.loader.exec_module(sandbox)
+results = {}
+for name, command in json.loads(sys.argv[3]).items():
+    done = sandbox.run_in_sandbox(command, Path(sys.argv[2]), timeout=20)
+    results[name] = [done.isolated, done.exit_code, done.output]
+print(json.dumps(results))
+"""
+
+@needs_root
+def test_an_ordinary_user_gets_the_same_sandbox(bwrap_only):
+    python = Path("/usr/bin/python3")
+    if not python.exists():
+        pytest.skip("needs the system's /usr/bin/python3 to run as nobody")
+    with tempfile.TemporaryDirectory() as folder:  # in /tmp: pytest's tmp_path is root's only
+        Path(folder).chmod(0o755)
+        workspace = Path(folder, "workspace")
+        workspace.mkdir()
+        os.chown(workspace, sandbox.SANDBOX_UID, sandbox.SANDBOX_GID)
+        check_as_nobody(python, workspace)
+
+
+def check_as_nobody(python: Path, workspace: Path) -> None:
+    probes = {"uid": "id -u", "hostname": "echo pwned > /proc/sys/kernel/hostname",
+              "forks": FORKS.replace("python -c", "python3 -c"),
+              "memory": "python3 -c 'bytearray(1 << 30)'", "file": "echo made > made.txt"}
+    done = subprocess.run(["setpriv", f"--reuid={sandbox.SANDBOX_UID}",
+                           f"--regid={sandbox.SANDBOX_GID}", "--clear-groups", str(python),
+                           "-I", "-c", AS_AN_ORDINARY_USER, sandbox.__file__, str(workspace),
+                           json.dumps(probes)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)
+    assert all(isolated for isolated, _, _ in results.values())
+    assert results["uid"][1:] == [0, f"{sandbox.SANDBOX_UID}\n"]
+    assert "Read-only file system" in results["hostname"][2]
+    assert "fork refused: Resource temporarily unavailable" in results["forks"][2]
+    assert "MemoryError" in results["memory"][2]
+    assert (workspace / "made.txt").stat().st_uid == sandbox.SANDBOX_UID  # the user's own
 
 
 # --- the workspace as the sandbox's user sees it (root only: otherwise nothing changes hands)
