@@ -479,6 +479,21 @@ def test_the_cut_says_how_much_of_each_end_is_kept(isolated, workspace):
     assert "only the first 500 and the last 500 are shown" in result.output
 
 
+BAD_COMMANDS = [
+    # (command, text of the refusal, id)
+    ("echo \x00", "NUL character", "nul"),
+    ("echo " + "a" * 200_000, "200005 bytes long", "too-long-for-the-kernel"),
+]
+
+
+@pytest.mark.parametrize(("command", "reason"), [row[:2] for row in BAD_COMMANDS],
+                         ids=[row[2] for row in BAD_COMMANDS])
+def test_a_command_no_shell_can_take_is_refused_clearly(isolated, workspace, command, reason):
+    with pytest.raises(ValueError, match=reason) as refused:
+        run(command, workspace)
+    assert str(workspace) not in str(refused.value) and "bwrap" not in str(refused.value)
+
+
 # --- no sandbox: refused, unless the person chose it; then one plain notice -------------
 
 

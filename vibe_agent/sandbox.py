@@ -55,6 +55,7 @@ SANDBOX_ENV = "VIBE_AGENT_SANDBOX"  # "none": the person chose to run commands u
 WORKSPACE = "/workspace"  # where the command sees the workspace under bwrap
 SANDBOX_UID = SANDBOX_GID = 65534  # "nobody": who the command is inside the sandbox
 MAX_OUTPUT = 10_000  # bytes of output kept: the first and the last half
+MAX_COMMAND = 100_000  # bytes of command line (Linux refuses one argument over 128 KiB)
 CHUNK = 65_536  # bytes per read from the command's pipe
 POLL_S = 0.05  # how often to check whether the command ended while its pipe stays open
 NOT_ISOLATED = "⚠ 没有 bubblewrap：命令没有隔离，直接在本机运行"
@@ -531,11 +532,23 @@ def _stop(proc: subprocess.Popen[bytes], isolated: bool) -> None:
     _kill_group(proc)
 
 
+def _check_command(command: str) -> None:
+    """Refuse a command no shell can be given, with a reason the model can act on."""
+    if "\0" in command:
+        raise ValueError("the command contains a NUL character (\\x00), which no shell "
+                         "command can hold. Remove it and try again.")
+    size = len(command.encode("utf-8", errors="surrogateescape"))
+    if size > MAX_COMMAND:
+        raise ValueError(f"the command is {size} bytes long; at most {MAX_COMMAND} fit. "
+                         "Write the long part to a file with write_file, then run that file.")
+
+
 def run_in_sandbox(command: str, workspace: Path, *, timeout: float,
                    max_output: int = MAX_OUTPUT) -> CommandResult:
     """Run a shell command in the workspace: in bubblewrap, always with limits.
 
-    Background jobs the command leaves behind are killed when it ends. Without a
+    Background jobs the command leaves behind are killed when it ends. A command that
+    holds a NUL or is longer than MAX_COMMAND bytes raises ValueError. Without a
     usable bubblewrap it raises SandboxUnavailable, unless the person chose to run
     commands unisolated (VIBE_AGENT_SANDBOX=none): then it runs them as plain
     processes, says so once, and CommandResult.isolated is False.
@@ -548,6 +561,7 @@ def run_in_sandbox(command: str, workspace: Path, *, timeout: float,
     """
     if os.name != "posix":
         raise OSError("run_in_sandbox needs Linux or macOS (on Windows, use WSL)")
+    _check_command(command)
     workspace = Path(workspace).resolve()
     isolated = not unisolated_chosen()
     if isolated and (problem := _bwrap_problem()) is not None:
