@@ -474,6 +474,12 @@ def test_output_is_shown_escaped(isolated, workspace, printed, shown):
     assert run(f"printf '{printed}'", workspace).output == shown
 
 
+def test_a_byte_that_is_not_utf_8_reaches_the_shell(isolated, workspace):
+    (workspace / os.fsdecode(b"caf\xe9.txt")).touch()  # a Latin-1 name: not UTF-8
+    result = run("ls caf*; cat caf\udce9.txt && echo read", workspace)  # \udce9 is byte 0xe9
+    assert result.output == "caf\\xe9.txt\nread\n"
+
+
 def test_the_cut_says_how_much_of_each_end_is_kept(isolated, workspace):
     result = run("yes | head -c 100000", workspace, max_output=1000)
     assert "only the first 500 and the last 500 are shown" in result.output
@@ -483,6 +489,7 @@ BAD_COMMANDS = [
     # (command, text of the refusal, id)
     ("echo \x00", "NUL character", "nul"),
     ("echo " + "a" * 200_000, "200005 bytes long", "too-long-for-the-kernel"),
+    ("echo \ud800", "lone surrogate", "half-a-character"),
 ]
 
 

@@ -85,7 +85,8 @@ class CommandResult:
 
     Attributes:
         exit_code: the command's exit status; None when it was killed at the time limit.
-        output: stdout and stderr merged in order, capped (a notice marks the cut).
+        output: stdout and stderr merged in order, capped (a notice marks the cut),
+            with control characters and bytes that are not UTF-8 escaped (`printable`).
         timed_out: the time limit was reached and every process of the command was killed.
         truncated: output was longer than the cap; only its start and end are kept.
         isolated: the command ran inside bubblewrap.
@@ -243,7 +244,7 @@ def clean_env(home: str) -> dict[str, str]:
     }
 
 
-def limit_flags() -> list[str]:
+def _limit_flags() -> list[str]:
     """`prlimit` options for the limits every command runs under (see MAX_PROCESSES …)."""
     return [f"--nproc={MAX_PROCESSES}", f"--as={MAX_MEMORY}", f"--fsize={MAX_FILE_SIZE}"]
 
@@ -301,7 +302,7 @@ def bwrap_argv(command: str, workspace: Path) -> list[str]:
             # --dir first: the folders bwrap makes above the bind (e.g. /root) stay readable
             argv += ["--perms", "0755", "--dir", prefix, "--ro-bind", prefix, prefix]
     argv += ["--bind", str(workspace), WORKSPACE, "--chdir", "/" if enter else WORKSPACE]
-    limits = [shutil.which("prlimit") or "prlimit", *limit_flags(), "--"]
+    limits = [shutil.which("prlimit") or "prlimit", *_limit_flags(), "--"]
     return [*argv, *become, *limits, *enter, "/bin/sh", "-c", command]
 
 
@@ -429,7 +430,7 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
 # ---------------------------------------------------------------------------
 
 
-def supervisor_argv(command: str) -> list[str]:
+def _supervisor_argv(command: str) -> list[str]:
     """The command line that runs `command` unisolated, under vibe_agent/supervise.py.
 
     Args:
@@ -537,7 +538,12 @@ def _check_command(command: str) -> None:
     if "\0" in command:
         raise ValueError("the command contains a NUL character (\\x00), which no shell "
                          "command can hold. Remove it and try again.")
-    size = len(command.encode("utf-8", errors="surrogateescape"))
+    try:  # as the operating system will get it: \udcff stands for the byte 0xff
+        size = len(command.encode("utf-8", errors="surrogateescape"))
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"the command holds {command[exc.start]!r}, half of a character "
+                         "(a lone surrogate) that no shell command can hold. Remove it and "
+                         "try again.") from None
     if size > MAX_COMMAND:
         raise ValueError(f"the command is {size} bytes long; at most {MAX_COMMAND} fit. "
                          "Write the long part to a file with write_file, then run that file.")
@@ -575,7 +581,7 @@ def run_in_sandbox(command: str, workspace: Path, *, timeout: float,
         if isolated:
             argv, cwd, env = bwrap_argv(command, workspace), None, clean_env("/tmp")
         else:  # no isolation, but a fresh empty HOME and TMPDIR, and a supervisor
-            argv, cwd = supervisor_argv(command), workspace
+            argv, cwd = _supervisor_argv(command), workspace
             env = clean_env(home) | {"TMPDIR": home}
         # 1. start it as the leader of a new process group, so one kill reaches everyone
         with subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
