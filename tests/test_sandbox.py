@@ -1,8 +1,10 @@
 """Tests for vibe_agent.sandbox: limits in both modes, isolation under bubblewrap, policies.
 
 Most tests run twice: inside bubblewrap ("bwrap", skipped only when bwrap is not
-installed; CI installs it) and as the plain-subprocess fallback ("no-sandbox",
-forced with VIBE_AGENT_SANDBOX=none).
+installed; CI installs it) and unisolated ("no-sandbox", the person's explicit choice
+VIBE_AGENT_SANDBOX=none). The hostile probes are commands a model could send: writes to
+/proc/sys as root, fork bombs, 1 GiB allocations and files, setsid daemons, terminal
+escapes. Tests marked `needs_root` probe what only root could do (CI runs as root).
 """
 
 from __future__ import annotations
