@@ -1,18 +1,23 @@
 """Tests for vibe_agent.sandbox: limits in both modes, isolation under bubblewrap, policies.
 
 Most tests run twice: inside bubblewrap ("bwrap", skipped only when bwrap is not
-installed; CI installs it) and as the plain-subprocess fallback ("no-sandbox",
-forced with VIBE_AGENT_SANDBOX=none).
+installed; CI installs it) and unisolated ("no-sandbox", the person's explicit choice
+VIBE_AGENT_SANDBOX=none). The hostile probes are commands a model could send: writes to
+/proc/sys as root, fork bombs, 1 GiB allocations and files, setsid daemons, terminal
+escapes. Tests marked `needs_root` probe what only root could do (CI runs as root).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
 import socket
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 import uuid
@@ -28,6 +33,7 @@ from vibe_agent.sandbox import (
     SANDBOX_ENV,
     Action,
     Policy,
+    SandboxUnavailable,
     SandboxWarning,
     run_in_sandbox,
     why_not_isolated,
@@ -262,33 +268,280 @@ def test_bubblewrap_shows_no_home_and_no_project(bwrap_only, workspace):
     assert set(inside) <= allowed
 
 
-# --- the fallback and its warning --------------------------------------------------
+# --- what root may write stays unwritable inside --------------------------------------
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0,
+                                reason="probes what root could do inside; CI runs as root")
 
 
-def test_fallback_warns_once_per_process(workspace, monkeypatch):
+def current(path: str) -> str:
+    """A /proc/sys value as it is now, so that a write that got through changes nothing."""
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return "0"
+
+
+PROC_WRITES = [
+    # (file a hostile command writes, what it writes, id)
+    ("/proc/sys/kernel/hostname", "pwned", "hostname"),
+    ("/proc/sys/kernel/core_pattern", current("/proc/sys/kernel/core_pattern"), "core-pattern"),
+    ("/proc/sys/kernel/panic", current("/proc/sys/kernel/panic"), "panic"),
+    ("/proc/sys/vm/drop_caches", "1", "drop-caches"),
+    ("/proc/sysrq-trigger", "h", "sysrq-trigger"),  # h: print help, the harmless key
+]
+
+
+@needs_root
+@pytest.mark.parametrize(("path", "value"), [row[:2] for row in PROC_WRITES],
+                         ids=[row[2] for row in PROC_WRITES])
+def test_proc_is_not_writable_as_root(bwrap_only, workspace, path, value):
+    result = run(f"printf '%s\\n' '{value}' > {path} && echo WRITTEN", workspace)
+    assert result.exit_code != 0 and "WRITTEN" not in result.output
+    assert any(why in result.output for why in
+               ("Read-only file system", "Permission denied", "Directory nonexistent"))
+
+
+def test_the_command_is_nobody_without_capabilities(bwrap_only, workspace):
+    result = run("id -u; id -g; grep -E '^Cap(Eff|Prm|Bnd):' /proc/self/status", workspace)
+    lines = result.output.split()
+    assert lines[:2] == [str(sandbox.SANDBOX_UID), str(sandbox.SANDBOX_GID)]
+    assert lines[3::2] == ["0000000000000000"] * 3  # no capability, not even to regain one
+
+
+def test_the_sandbox_shows_no_host_users(bwrap_only, workspace):
+    result = run("cat /etc/passwd /etc/group", workspace)
+    names = {line.split(":")[0] for line in result.output.splitlines()}
+    assert names == {"root", "nobody", "nogroup"}
+
+
+# --- resource limits -------------------------------------------------------------------
+
+FORKS = """python -c "
+import os, time
+made = 0
+for _ in range(200):
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        print('fork refused:', exc.strerror)
+        break
+    if pid == 0:
+        time.sleep(2)
+        os._exit(0)
+    made += 1
+print('forked', made)
+" """
+
+
+def test_process_limit_stops_a_fork_bomb(bwrap_only, workspace):
+    result = run(FORKS, workspace, timeout=10)
+    assert "fork refused: Resource temporarily unavailable" in result.output
+    assert int(result.output.split()[-1]) < sandbox.MAX_PROCESSES < 200
+
+
+def test_memory_limit_stops_a_1_gib_allocation(isolated, workspace):
+    result = run("python -c \"b = bytearray(1 << 30); print('allocated')\"", workspace)
+    assert result.exit_code != 0 and "MemoryError" in result.output
+    assert "allocated" not in result.output
+
+
+def test_file_size_limit_stops_a_1_gib_file(isolated, workspace):
+    result = run("head -c 1073741824 /dev/zero > big.bin", workspace, timeout=20)
+    assert result.exit_code != 0 and "File size limit exceeded" in result.output
+    assert (workspace / "big.bin").stat().st_size <= sandbox.MAX_FILE_SIZE
+
+
+def test_tmp_is_capped(bwrap_only, workspace):
+    command = ("for i in 1 2 3 4; do head -c 60000000 /dev/zero > /tmp/f$i || echo FULL $i; "
+               "done; du -sm /tmp")
+    result = run(command, workspace, timeout=20)
+    assert "No space left on device" in result.output and "FULL" in result.output
+    assert int(result.output.split()[-2]) <= sandbox.TMP_SIZE >> 20
+
+
+# The same sandbox for an ordinary user: no change of user on the host, a user namespace
+# maps the user to 65534 inside. Tried for real as nobody, with the system's own Python
+# (the course's may live where nobody cannot read, e.g. under /root).
+AS_AN_ORDINARY_USER = """
+import importlib.util, json, sys
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("sandbox", sys.argv[1])
+sandbox = importlib.util.module_from_spec(spec)
+sys.modules["sandbox"] = sandbox
+spec.loader.exec_module(sandbox)
+results = {}
+for name, command in json.loads(sys.argv[3]).items():
+    done = sandbox.run_in_sandbox(command, Path(sys.argv[2]), timeout=20)
+    results[name] = [done.isolated, done.exit_code, done.output]
+print(json.dumps(results))
+"""
+
+@needs_root
+def test_an_ordinary_user_gets_the_same_sandbox(bwrap_only):
+    python = Path("/usr/bin/python3")
+    if not python.exists():
+        pytest.skip("needs the system's /usr/bin/python3 to run as nobody")
+    with tempfile.TemporaryDirectory() as folder:  # in /tmp: pytest's tmp_path is root's only
+        Path(folder).chmod(0o755)
+        workspace = Path(folder, "workspace")
+        workspace.mkdir()
+        os.chown(workspace, sandbox.SANDBOX_UID, sandbox.SANDBOX_GID)
+        check_as_nobody(python, workspace)
+
+
+def check_as_nobody(python: Path, workspace: Path) -> None:
+    probes = {"uid": "id -u", "hostname": "echo pwned > /proc/sys/kernel/hostname",
+              "forks": FORKS.replace("python -c", "python3 -c"),
+              "memory": "python3 -c 'bytearray(1 << 30)'", "file": "echo made > made.txt"}
+    done = subprocess.run(["setpriv", f"--reuid={sandbox.SANDBOX_UID}",
+                           f"--regid={sandbox.SANDBOX_GID}", "--clear-groups", str(python),
+                           "-I", "-c", AS_AN_ORDINARY_USER, sandbox.__file__, str(workspace),
+                           json.dumps(probes)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)
+    assert all(isolated for isolated, _, _ in results.values())
+    assert results["uid"][1:] == [0, f"{sandbox.SANDBOX_UID}\n"]
+    assert "Read-only file system" in results["hostname"][2]
+    assert "fork refused: Resource temporarily unavailable" in results["forks"][2]
+    assert "MemoryError" in results["memory"][2]
+    assert (workspace / "made.txt").stat().st_uid == sandbox.SANDBOX_UID  # the user's own
+
+
+# --- the workspace as the sandbox's user sees it (root only: otherwise nothing changes hands)
+
+
+@needs_root
+def test_files_change_hands_and_come_back(bwrap_only, workspace):
+    (workspace / "app.py").write_text("x = 1\n")  # written by the host, as root
+    (workspace / "pkg").mkdir()
+    result = run("echo 'y = 2' >> app.py && mkdir -p pkg/new && echo made > pkg/new/f.txt "
+                 "&& ls -ln app.py | cut -d' ' -f3", workspace)
+    assert result.output.split() == [str(sandbox.SANDBOX_UID)]  # nobody's while it runs
+    assert (workspace / "app.py").read_text() == "x = 1\ny = 2\n"
+    owner = workspace.stat().st_uid
+    everything = [workspace, *workspace.rglob("*")]
+    assert {path.lstat().st_uid for path in everything} == {owner}  # the host's again
+
+
+@needs_root
+def test_a_hard_link_keeps_its_owner(bwrap_only, workspace, tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("the host's\n")
+    os.link(outside, workspace / "linked.txt")
+    result = run("echo changed > linked.txt", workspace)
+    assert result.exit_code != 0 and "Permission denied" in result.output
+    assert outside.read_text() == "the host's\n" and outside.stat().st_uid == 0
+
+
+def test_pytest_runs_and_writes_its_cache(isolated, workspace):
+    (workspace / "test_ok.py").write_text("def test_ok():\n    assert 1 + 1 == 2\n")
+    result = run("python -m pytest -q", workspace, timeout=60)
+    assert result.exit_code == 0 and "1 passed" in result.output
+    assert (workspace / ".pytest_cache").is_dir()
+
+
+# --- a daemon does not outlive its command, with or without bubblewrap ------------------
+
+
+def test_a_setsid_daemon_does_not_survive(isolated, workspace, marker):
+    daemon = f"setsid sh -c '(sleep {marker} &) ; sleep {marker}' > /dev/null 2>&1 < /dev/null &"
+    result = run(f"{daemon} echo started", workspace)
+    assert result.output == "started\n" and not result.timed_out
+    assert gone(marker), f"left-over processes: {processes_with(marker)}"
+
+
+def test_a_daemon_is_killed_at_the_time_limit_too(isolated, workspace, marker):
+    result = run(f"setsid sh -c 'sleep {marker} &'; sleep {marker}", workspace, timeout=1.0)
+    assert result.timed_out
+    assert gone(marker), f"left-over processes: {processes_with(marker)}"
+
+
+# --- output the model reads: no terminal control, no raw bytes --------------------------
+
+OUTPUTS = [
+    # (printf format, what the model reads, id)
+    (r"\033[31mred\033[0m\n", "\\x1b[31mred\\x1b[0m\n", "ansi-colour"),
+    (r"python -m pytest -q\rrm -rf .\n", "python -m pytest -q\\rrm -rf .\n", "carriage-return"),
+    (r"line\r\n", "line\n", "crlf-is-a-newline"),
+    (r"\377\376 bytes\n", "\\xff\\xfe bytes\n", "not-utf-8"),
+    (r"nul\000bell\007\n", "nul\\x00bell\\x07\n", "control-bytes"),
+    (r"tab\there 中文\n", "tab\there 中文\n", "tab-and-chinese-stay"),
+]
+
+
+@pytest.mark.parametrize(("printed", "shown"), [row[:2] for row in OUTPUTS],
+                         ids=[row[2] for row in OUTPUTS])
+def test_output_is_shown_escaped(isolated, workspace, printed, shown):
+    assert run(f"printf '{printed}'", workspace).output == shown
+
+
+def test_a_byte_that_is_not_utf_8_reaches_the_shell(isolated, workspace):
+    (workspace / os.fsdecode(b"caf\xe9.txt")).touch()  # a Latin-1 name: not UTF-8
+    result = run("ls caf*; cat caf\udce9.txt && echo read", workspace)  # \udce9 is byte 0xe9
+    assert result.output == "caf\\xe9.txt\nread\n"
+
+
+def test_the_cut_says_how_much_of_each_end_is_kept(isolated, workspace):
+    result = run("yes | head -c 100000", workspace, max_output=1000)
+    assert "only the first 500 and the last 500 are shown" in result.output
+
+
+BAD_COMMANDS = [
+    # (command, text of the refusal, id)
+    ("echo \x00", "NUL character", "nul"),
+    ("echo " + "a" * 200_000, "200005 bytes long", "too-long-for-the-kernel"),
+    ("echo \ud800", "lone surrogate", "half-a-character"),
+]
+
+
+@pytest.mark.parametrize(("command", "reason"), [row[:2] for row in BAD_COMMANDS],
+                         ids=[row[2] for row in BAD_COMMANDS])
+def test_a_command_no_shell_can_take_is_refused_clearly(isolated, workspace, command, reason):
+    with pytest.raises(ValueError, match=reason) as refused:
+        run(command, workspace)
+    assert str(workspace) not in str(refused.value) and "bwrap" not in str(refused.value)
+
+
+# --- no sandbox: refused, unless the person chose it; then one plain notice -------------
+
+
+@pytest.fixture
+def no_bwrap(monkeypatch, tmp_path):
+    """A PATH without bwrap, as on a machine where it is not installed."""
+    monkeypatch.delenv(SANDBOX_ENV, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder
+    sandbox._bwrap_problem.cache_clear()
+    yield
+    sandbox._bwrap_problem.cache_clear()
+
+
+def test_without_bwrap_nothing_runs_unless_chosen(no_bwrap, workspace):
+    with pytest.raises(SandboxUnavailable, match=f"{SANDBOX_ENV}=none") as refused:
+        run("echo ran > ran.txt", workspace)
+    if sys.platform.startswith("linux"):
+        assert "bwrap" in str(refused.value)
+    assert not (workspace / "ran.txt").exists()
+
+
+def test_chosen_unisolated_runs_and_says_so_once(no_bwrap, workspace, monkeypatch, capsys):
     monkeypatch.setenv(SANDBOX_ENV, "none")
     monkeypatch.setattr(sandbox, "_warned", False)
-    with pytest.warns(SandboxWarning, match="没有 bubblewrap：命令没有隔离"):
-        first = run("true", workspace)
-    with warnings.catch_warnings(record=True) as later:
-        warnings.simplefilter("always")
-        second = run("true", workspace)
-    assert later == []
-    assert not first.isolated and not second.isolated
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")  # as outside pytest
+        first, second = run("echo still runs", workspace), run("true", workspace)
+    assert (first.output, first.isolated, second.isolated) == ("still runs\n", False, False)
+    assert capsys.readouterr().err == (f"{sandbox.NOT_ISOLATED}（{SANDBOX_ENV}=none）。"
+                                       "命令能读写你能读写的一切。\n")  # one line, no prefix
 
 
-def test_fallback_when_bwrap_is_not_on_path(workspace, monkeypatch, tmp_path):
-    monkeypatch.delenv(SANDBOX_ENV, raising=False)
-    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no bwrap here
-    sandbox._bwrap_problem.cache_clear()
-    try:
-        reason = why_not_isolated()
-        result = run("echo still runs", workspace)
-    finally:
-        sandbox._bwrap_problem.cache_clear()
-    if sys.platform.startswith("linux"):
-        assert reason is not None and "bwrap" in reason
-    assert (result.output, result.isolated) == ("still runs\n", False)
+def test_the_notice_obeys_warning_filters(workspace, monkeypatch, capsys):
+    monkeypatch.setenv(SANDBOX_ENV, "none")
+    monkeypatch.setattr(sandbox, "_warned", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SandboxWarning)  # as lesson 08's table does
+        run("true", workspace)
+    assert capsys.readouterr().err == ""
 
 
 def test_forced_fallback_has_a_reason(monkeypatch):

@@ -5,18 +5,26 @@ those commands and the machine:
 
     policy.refusal(action)      may this happen at all?      allow-list / ask / function
     run_in_sandbox(command)     where does it run?           bubblewrap: only the workspace
-                                                             is writable, no network, no secrets
-    limits                      for how long, how much?      time limit kills the whole
-                                                             process group; output is capped
+                                                             is writable, no network, no secrets,
+                                                             an unprivileged user
+    limits                      for how long, how much?      time limit kills every process;
+                                                             output, processes, memory, file
+                                                             size and /tmp are capped
 
 The sandbox is bubblewrap (`bwrap`, Linux): the command sees the workspace read-write
-at `/workspace`, the system and the Python installation read-only, a fresh empty
-`/tmp`, no network, no home directory, and an environment built from scratch, so no
-API key from our process or from `.env` reaches it. Without bwrap (macOS, or bwrap not
-installed) the command runs as a plain subprocess with the same limits and the same
-clean environment, but it is NOT isolated: it can read and write anything you can.
-That is announced loudly, once per process, and `CommandResult.isolated` is False.
-`VIBE_AGENT_SANDBOX=none` forces that fallback (tests use it).
+at `/workspace`, the system and the Python installation read-only, a fresh small
+`/tmp`, no network, no home directory, /proc/sys read-only, and an environment built
+from scratch, so no API key from our process or from `.env` reaches it. It runs as
+uid 65534 ("nobody"); when we are root, that is a real change of user (root inside a
+sandbox can still write what root may write, e.g. /proc/sys/kernel/core_pattern).
+
+Without a usable bubblewrap (macOS, or bwrap not installed) `run_in_sandbox` refuses
+with SandboxUnavailable, unless the person chose, once, to run commands unisolated:
+`VIBE_AGENT_SANDBOX=none`. Then commands run as plain processes with the same time
+limit, output cap and clean environment, memory and file-size limits, and a supervisor
+that kills whatever they leave behind — but NOT isolated: they can read and write
+anything you can. That is announced once per process, and `CommandResult.isolated`
+is False.
 
 An allow-list only decides which programs may start; it does not make `python` safe
 (`python evil.py` passes a `python` prefix). The sandbox is what limits the damage.
@@ -24,38 +32,51 @@ An allow-list only decides which programs may start; it does not make `python` s
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import re
 import select
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-SANDBOX_ENV = "VIBE_AGENT_SANDBOX"  # "none" forces the unisolated fallback
+SANDBOX_ENV = "VIBE_AGENT_SANDBOX"  # "none": the person chose to run commands unisolated
 WORKSPACE = "/workspace"  # where the command sees the workspace under bwrap
+SANDBOX_UID = SANDBOX_GID = 65534  # "nobody": who the command is inside the sandbox
 MAX_OUTPUT = 10_000  # bytes of output kept: the first and the last half
+MAX_COMMAND = 100_000  # bytes of command line (Linux refuses one argument over 128 KiB)
 CHUNK = 65_536  # bytes per read from the command's pipe
 POLL_S = 0.05  # how often to check whether the command ended while its pipe stays open
 NOT_ISOLATED = "⚠ 没有 bubblewrap：命令没有隔离，直接在本机运行"
 
-# Read-only pieces of /etc that programs need (the dynamic linker, users, time zone);
-# everything else in /etc stays invisible.
-ETC_FILES = ("alternatives", "group", "hosts", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
-             "localtime", "nsswitch.conf", "passwd")
+# Limits for every command (bubblewrap: all four; unisolated: memory and file size).
+MAX_PROCESSES = 128  # processes and threads of uid 65534 at once (as root: all sandboxes together)
+MAX_MEMORY = 1 << 30  # bytes of address space per process (RLIMIT_AS)
+MAX_FILE_SIZE = 64 << 20  # bytes: the largest file a command may write (RLIMIT_FSIZE)
+TMP_SIZE = 128 << 20  # bytes: the sandbox's own /tmp (memory-backed)
+
+# Read-only pieces of /etc that programs need (the dynamic linker, time zone); passwd and
+# group are the sandbox's own (root and nobody); everything else in /etc stays invisible.
+ETC_FILES = ("alternatives", "hosts", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+             "localtime", "nsswitch.conf")
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")  # besides /usr
+# Files in /proc that change the machine rather than the sandbox: bound read-only.
+PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs", "acpi", "scsi", "mtrr")
 
 
 class SandboxWarning(UserWarning):
-    """Commands run without isolation (no usable bubblewrap)."""
+    """Commands run without isolation (the person chose VIBE_AGENT_SANDBOX=none)."""
 
 
 @dataclass
@@ -64,7 +85,8 @@ class CommandResult:
 
     Attributes:
         exit_code: the command's exit status; None when it was killed at the time limit.
-        output: stdout and stderr merged in order, capped (a notice marks the cut).
+        output: stdout and stderr merged in order, capped (a notice marks the cut),
+            with control characters and bytes that are not UTF-8 escaped (`printable`).
         timed_out: the time limit was reached and every process of the command was killed.
         truncated: output was longer than the cap; only its start and end are kept.
         isolated: the command ran inside bubblewrap.
@@ -222,16 +244,40 @@ def clean_env(home: str) -> dict[str, str]:
     }
 
 
+def _limit_flags() -> list[str]:
+    """`prlimit` options for the limits every command runs under (see MAX_PROCESSES …)."""
+    return [f"--nproc={MAX_PROCESSES}", f"--as={MAX_MEMORY}", f"--fsize={MAX_FILE_SIZE}"]
+
+
 def bwrap_argv(command: str, workspace: Path) -> list[str]:
     """The bubblewrap command line that runs `command` with `workspace` at /workspace.
+
+    The command runs as uid/gid 65534 ("nobody"). When we are root, that is a real
+    change of user on the host too (see below), so that nothing root may write —
+    /proc/sys/kernel/core_pattern, say — is writable from inside.
 
     Args:
         command: a shell command line.
         workspace: the host folder the command may read and write.
     """
-    argv = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
-            "--cap-drop", "ALL",  # as root, capabilities would allow remounting read-write
-            "--hostname", "sandbox", "--clearenv"]
+    argv = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session",
+            "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+            "--unshare-cgroup-try", "--hostname", "sandbox", "--clearenv"]
+    if os.geteuid() == 0:
+        # bwrap's --uid only renames root inside a user namespace: the kernel still sees
+        # uid 0 (bubblewrap issue #181). So as root we make no user namespace, keep just
+        # the right to change user, and `setpriv` below becomes nobody for real.
+        argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+                 "--cap-add", "CAP_SETPCAP"]
+        become = [shutil.which("setpriv") or "setpriv", f"--reuid={SANDBOX_UID}",
+                  f"--regid={SANDBOX_GID}", "--clear-groups", "--inh-caps=-all",
+                  "--bounding-set=-all", "--"]
+        # root without capabilities may not enter a folder that nobody owns (mode 0700):
+        # nobody itself changes into the workspace, then runs the command
+        enter = ["/bin/sh", "-c", f'cd {WORKSPACE} && exec "$@"', "sh"]
+    else:  # a user namespace that maps our own uid to 65534 inside
+        argv += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
+        become, enter = [], []
     for name, value in clean_env(home="/tmp").items():
         argv += ["--setenv", name, value]
     argv += ["--ro-bind", "/usr", "/usr"]
@@ -241,15 +287,40 @@ def bwrap_argv(command: str, workspace: Path) -> list[str]:
             argv += ["--symlink", os.readlink(path), str(path)]
         elif path.is_dir():
             argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--perms", "0755", "--dir", "/etc"]  # else bwrap may make it 0700: nobody shut out
     for name in ETC_FILES:
         argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    argv += ["--ro-bind", str(_sandbox_etc() / "passwd"), "/etc/passwd",
+             "--ro-bind", str(_sandbox_etc() / "group"), "/etc/group"]
+    argv += ["--proc", "/proc"]
+    for name in PROC_READ_ONLY:  # bwrap covers /proc/sys only when it is not running as root
+        argv += ["--ro-bind-try", f"/proc/{name}", f"/proc/{name}"]
     # /tmp before the Python binds: the interpreter may itself live under /tmp
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    argv += ["--dev", "/dev", "--perms", "1777", "--size", str(TMP_SIZE), "--tmpfs", "/tmp"]
     for prefix in dict.fromkeys([sys.base_prefix, sys.prefix]):  # same paths as outside
         if not Path(prefix).is_relative_to("/usr"):
-            argv += ["--ro-bind", prefix, prefix]
-    argv += ["--bind", str(workspace), WORKSPACE, "--chdir", WORKSPACE]
-    return [*argv, "/bin/sh", "-c", command]
+            # --dir first: the folders bwrap makes above the bind (e.g. /root) stay readable
+            argv += ["--perms", "0755", "--dir", prefix, "--ro-bind", prefix, prefix]
+    argv += ["--bind", str(workspace), WORKSPACE, "--chdir", "/" if enter else WORKSPACE]
+    limits = [shutil.which("prlimit") or "prlimit", *_limit_flags(), "--"]
+    return [*argv, *become, *limits, *enter, "/bin/sh", "-c", command]
+
+
+@functools.cache
+def _sandbox_etc() -> Path:
+    """A folder with the /etc/passwd and /etc/group the sandbox sees: root and nobody only,
+    not the host's list of users (made once per process, removed when Python exits)."""
+    folder = tempfile.TemporaryDirectory(prefix="vibe-etc-")
+    _KEPT.append(folder)  # kept alive until exit, when its finaliser removes it
+    path = Path(folder.name)
+    (path / "passwd").write_text("root:x:0:0:root:/root:/bin/sh\n"
+                                 f"nobody:x:{SANDBOX_UID}:{SANDBOX_GID}:nobody:/tmp:/bin/sh\n")
+    (path / "group").write_text(f"root:x:0:\nnogroup:x:{SANDBOX_GID}:\n")
+    path.chmod(0o755)
+    return path
+
+
+_KEPT: list[tempfile.TemporaryDirectory[str]] = []
 
 
 @functools.cache
@@ -259,31 +330,115 @@ def _bwrap_problem() -> str | None:
         return f"bubblewrap 只支持 Linux，这里是 {sys.platform}"
     if shutil.which("bwrap") is None:
         return "没有找到 bwrap（Debian/Ubuntu：sudo apt-get install bubblewrap）"
+    needed = ["prlimit", "setpriv"] if os.geteuid() == 0 else ["prlimit"]
+    missing = [name for name in needed if shutil.which(name) is None]
+    if missing:
+        return f"没有找到 {'、'.join(missing)}（它们在 util-linux 里）"
     with tempfile.TemporaryDirectory() as probe:
-        done = subprocess.run(bwrap_argv("true", Path(probe)), capture_output=True, text=True,
-                              timeout=10)
+        # the same interpreter the commands get, as the sandbox's user: can it start?
+        argv = bwrap_argv(f"{shlex.quote(sys.executable)} -I -S -c ''", Path(probe))
+        with _handed_over(Path(probe)):
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     if done.returncode != 0:
         return f"bwrap 无法创建沙箱：{done.stderr.strip()}"
     return None
 
 
+def unisolated_chosen() -> bool:
+    """Whether the person chose to run commands without a sandbox (VIBE_AGENT_SANDBOX=none)."""
+    return os.environ.get(SANDBOX_ENV, "").strip().lower() == "none"
+
+
 def why_not_isolated() -> str | None:
     """None when commands will run inside bubblewrap, otherwise the reason they will not."""
-    if os.environ.get(SANDBOX_ENV, "").lower() == "none":
+    if unisolated_chosen():
         return f"{SANDBOX_ENV}=none"
     return _bwrap_problem()
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap cannot run here, and nobody chose to run commands unisolated."""
+
+
+def _refuse_unisolated(problem: str) -> SandboxUnavailable:
+    return SandboxUnavailable(
+        f"命令没有运行：这里没法用 bubblewrap 沙箱（{problem}）。"
+        "装上 bubblewrap（Debian/Ubuntu：sudo apt-get install bubblewrap）后重启 Python；"
+        f"或者明确选择不隔离：设置环境变量 {SANDBOX_ENV}=none（比如在笔记本里先运行 "
+        f"os.environ[\"{SANDBOX_ENV}\"] = \"none\"），那样命令能读写你能读写的一切。")
 
 
 _warned = False
 
 
 def _warn_not_isolated(reason: str) -> None:
-    """Say it loudly, once per process: commands are not isolated."""
+    """Say it once per process, as one plain line on stderr: commands are not isolated.
+
+    It still goes through `warnings` first, so a filter that ignores SandboxWarning
+    (or turns it into an error) keeps working; only the display is ours.
+    """
     global _warned
-    if not _warned:
-        _warned = True
-        warnings.warn(f"{NOT_ISOLATED}（{reason}）。命令能读写你能读写的一切。",
-                      SandboxWarning, stacklevel=3)
+    if _warned:
+        return
+    _warned = True
+    text = f"{NOT_ISOLATED}（{reason}）。命令能读写你能读写的一切。"
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.warn_explicit(text, SandboxWarning, __file__, 0, registry={})
+    for warning in shown:
+        print(warning.message, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------
+# The workspace changes hands while a command runs (only when we are root)
+# ---------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _handed_over(workspace: Path) -> Iterator[None]:
+    """As root, lend the workspace to the sandbox's user for the command, then take it back.
+
+    The command runs as nobody, so it may only write what nobody owns. Before it
+    starts, everything in the workspace is given to nobody; afterwards, everything
+    (also what the command made) goes back to the workspace folder's owner. Links are
+    never followed, and a file with a second hard link keeps its owner (it may be
+    another folder's file too). Not root: nothing to do, the files are already ours.
+    """
+    if os.geteuid() != 0:
+        yield
+        return
+    owner = workspace.stat()
+    _chown_tree(workspace, SANDBOX_UID, SANDBOX_GID)
+    try:
+        yield
+    finally:
+        _chown_tree(workspace, owner.st_uid, owner.st_gid)
+
+
+def _chown_tree(root: Path, uid: int, gid: int) -> None:
+    """Give `root` and everything under it to uid:gid, following no link."""
+    os.chown(root, uid, gid, follow_symlinks=False)
+    for _, folders, files, folder_fd in os.fwalk(root):
+        for name in folders + files:
+            info = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
+            if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+                continue
+            os.chown(name, uid, gid, dir_fd=folder_fd, follow_symlinks=False)
+
+
+# ---------------------------------------------------------------------------
+# Without bubblewrap: a supervisor process (supervise.py) kills what the command leaves
+# ---------------------------------------------------------------------------
+
+
+def _supervisor_argv(command: str) -> list[str]:
+    """The command line that runs `command` unisolated, under vibe_agent/supervise.py.
+
+    Args:
+        command: a shell command line.
+    """
+    script = Path(__file__).with_name("supervise.py")
+    return [sys.executable, "-I", "-S", str(script), str(MAX_MEMORY), str(MAX_FILE_SIZE),
+            "/bin/sh", "-c", command]
 
 
 # ---------------------------------------------------------------------------
@@ -312,14 +467,29 @@ class _Capture:
     def text(self) -> tuple[str, bool]:
         """The kept output as text, and whether something in the middle was dropped."""
         omitted = self.total - len(self.head) - len(self.tail)
-        head = self.head.decode("utf-8", errors="replace")
-        tail = self.tail.decode("utf-8", errors="replace")
         if omitted == 0:
-            return head + tail, False
+            return printable(bytes(self.head + self.tail)), False
         notice = (f"\n[... {omitted} bytes omitted: the output had {self.total} bytes, "
-                  f"only the first and last {self.head_limit + self.tail_limit} are shown. "
+                  f"only the first {len(self.head)} and the last {len(self.tail)} are shown. "
                   "Run a narrower command to see the middle ...]\n")
-        return head + notice + tail, True
+        return printable(bytes(self.head)) + notice + printable(bytes(self.tail)), True
+
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
+
+
+def printable(data: bytes) -> str:
+    """A command's output as text that shows what it held, and does nothing to a terminal.
+
+    Bytes that are not UTF-8 become `\\xff`; control characters (an ANSI colour code's
+    ESC, a carriage return that would overwrite a line) become `\\x1b`, `\\r`. Tabs and
+    newlines stay. CRLF line ends become plain newlines.
+
+    Args:
+        data: the bytes a command wrote.
+    """
+    text = data.replace(b"\r\n", b"\n").decode("utf-8", errors="backslashreplace")
+    return CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
 
 
 def _read_output(proc: subprocess.Popen[bytes], capture: _Capture, deadline: float) -> None:
@@ -354,11 +524,40 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
+def _stop(proc: subprocess.Popen[bytes], isolated: bool) -> None:
+    """Stop the command now: the unisolated supervisor first kills what escaped the group."""
+    if not isolated and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)  # the supervisor kills its children, then exits
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=2.0)
+    _kill_group(proc)
+
+
+def _check_command(command: str) -> None:
+    """Refuse a command no shell can be given, with a reason the model can act on."""
+    if "\0" in command:
+        raise ValueError("the command contains a NUL character (\\x00), which no shell "
+                         "command can hold. Remove it and try again.")
+    try:  # as the operating system will get it: \udcff stands for the byte 0xff
+        size = len(command.encode("utf-8", errors="surrogateescape"))
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"the command holds {command[exc.start]!r}, half of a character "
+                         "(a lone surrogate) that no shell command can hold. Remove it and "
+                         "try again.") from None
+    if size > MAX_COMMAND:
+        raise ValueError(f"the command is {size} bytes long; at most {MAX_COMMAND} fit. "
+                         "Write the long part to a file with write_file, then run that file.")
+
+
 def run_in_sandbox(command: str, workspace: Path, *, timeout: float,
                    max_output: int = MAX_OUTPUT) -> CommandResult:
-    """Run a shell command in the workspace: isolated when possible, always with limits.
+    """Run a shell command in the workspace: in bubblewrap, always with limits.
 
-    Background jobs the command leaves behind are killed when it ends.
+    Background jobs the command leaves behind are killed when it ends. A command that
+    holds a NUL or is longer than MAX_COMMAND bytes raises ValueError. Without a
+    usable bubblewrap it raises SandboxUnavailable, unless the person chose to run
+    commands unisolated (VIBE_AGENT_SANDBOX=none): then it runs them as plain
+    processes, says so once, and CommandResult.isolated is False.
 
     Args:
         command: a shell command line, run by /bin/sh.
@@ -368,17 +567,21 @@ def run_in_sandbox(command: str, workspace: Path, *, timeout: float,
     """
     if os.name != "posix":
         raise OSError("run_in_sandbox needs Linux or macOS (on Windows, use WSL)")
+    _check_command(command)
     workspace = Path(workspace).resolve()
-    reason = why_not_isolated()
-    if reason is not None:
-        _warn_not_isolated(reason)
+    isolated = not unisolated_chosen()
+    if isolated and (problem := _bwrap_problem()) is not None:
+        raise _refuse_unisolated(problem)
+    if not isolated:
+        _warn_not_isolated(f"{SANDBOX_ENV}=none")
     capture = _Capture(max_output)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="vibe-home-") as home:
-        if reason is None:
+    with tempfile.TemporaryDirectory(prefix="vibe-home-") as home, \
+            (_handed_over(workspace) if isolated else contextlib.nullcontext()):
+        if isolated:
             argv, cwd, env = bwrap_argv(command, workspace), None, clean_env("/tmp")
-        else:  # no isolation, but at least a fresh empty HOME and TMPDIR
-            argv, cwd = ["/bin/sh", "-c", command], workspace
+        else:  # no isolation, but a fresh empty HOME and TMPDIR, and a supervisor
+            argv, cwd = _supervisor_argv(command), workspace
             env = clean_env(home) | {"TMPDIR": home}
         # 1. start it as the leader of a new process group, so one kill reaches everyone
         with subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
@@ -389,7 +592,7 @@ def run_in_sandbox(command: str, workspace: Path, *, timeout: float,
             _read_output(proc, capture, deadline)
             finished = _wait(proc, deadline)
             # 3. kill what is left: everything on timeout, stray background jobs otherwise
-            _kill_group(proc)
+            _stop(proc, isolated)
             _read_output(proc, capture, time.monotonic() + 1.0)  # what is still in the pipe
             exit_code = proc.wait()
     output, truncated = capture.text()
@@ -398,6 +601,7 @@ def run_in_sandbox(command: str, workspace: Path, *, timeout: float,
         output=output,
         timed_out=not finished,
         truncated=truncated,
-        isolated=reason is None,
+        isolated=isolated,
         elapsed_s=time.monotonic() - started,
     )
+

@@ -1,0 +1,108 @@
+"""Kill everything a command leaves behind, without bubblewrap: a tiny supervisor process.
+
+Inside bubblewrap a command lives in its own process namespace, and when the sandbox
+ends, every process in it ends. The unisolated choice (VIBE_AGENT_SANDBOX=none) has no
+such namespace, and a `setsid` daemon that forks twice slips out of any process group.
+So `run_in_sandbox` starts the command under this script instead:
+
+    python -I -S supervise.py MAX_MEMORY MAX_FILE_SIZE /bin/sh -c COMMAND
+
+It sets the two limits that hold without a sandbox (address space and file size),
+becomes a *child subreaper* (Linux): every orphan among the command's descendants is
+re-parented to it instead of to init. When the command ends, or when it is told to
+stop (SIGTERM), it kills its children until none is left. What it cannot stop: a
+command that kills the supervisor first (it runs as the same user) leaves orphans to
+init. Without /proc (macOS) only the process group is killed, by `run_in_sandbox`.
+
+Only the standard library's smallest modules: it starts once per command.
+"""
+
+from __future__ import annotations
+
+import _signal as signal  # the C module: `signal` itself imports enum, ~10 ms per command
+import os
+import sys
+
+PR_SET_CHILD_SUBREAPER = 36  # prctl(2): orphans of our descendants become our children
+
+
+def set_limits(max_memory: int, max_file_size: int) -> None:
+    """Cap every process of the command: bytes of address space, bytes per file written."""
+    import resource  # Unix only; this script runs only there
+
+    for limit, value in ((resource.RLIMIT_AS, max_memory), (resource.RLIMIT_FSIZE, max_file_size)):
+        try:
+            resource.setrlimit(limit, (value, value))
+        except (ValueError, OSError):  # macOS refuses RLIMIT_AS
+            pass
+
+
+def become_subreaper() -> None:
+    """Linux: make orphans of our descendants our children (elsewhere: nothing to do)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def children_of(parent: int) -> list[int]:
+    """The pids whose parent is `parent`, read from /proc (none where there is no /proc)."""
+    if not os.path.isdir("/proc"):
+        return []
+    children = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as file:
+                fields = file.read().rpartition(")")[2].split()  # the name may hold spaces
+        except OSError:  # the process has just ended
+            continue
+        if int(fields[1]) == parent:
+            children.append(int(name))
+    return children
+
+
+def kill_children() -> None:
+    """Kill this process's children until none is left: each round's orphans come next."""
+    for _ in range(1000):  # bounded; a round kills every child there is
+        children = children_of(os.getpid())
+        if not children:
+            return
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in children:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+def main(argv: list[str]) -> int:
+    """Run `argv[2:]` with the limits `argv[0]`, `argv[1]`; return its exit status."""
+    set_limits(int(argv[0]), int(argv[1]))
+    become_subreaper()
+
+    def stop(signum: int, frame: object) -> None:  # run_in_sandbox's time limit
+        kill_children()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    pid = os.fork()
+    if pid == 0:  # the command; Python ignores SIGPIPE and SIGXFSZ, a shell must not
+        for signum in (signal.SIGTERM, signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(signum, signal.SIG_DFL)
+        try:
+            os.execv(argv[2], argv[2:])
+        finally:
+            os._exit(127)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])  # -N: killed by signal N
+    kill_children()
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
