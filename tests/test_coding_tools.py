@@ -522,17 +522,6 @@ def test_a_folder_swapped_for_a_link_never_lets_a_call_out(race, tool):
     assert sorted(path.name for path in outside.iterdir()) == ["f.txt"]
 
 
-def test_a_folder_that_becomes_a_link_is_walked_again_not_followed(root):
-    """The walk opens each folder with O_NOFOLLOW: a link found there is checked anew."""
-    (root / "pkg_moved").mkdir()
-    registry = coding_registry(root, policy="allow-all")
-    shutil.rmtree(root / "pkg")
-    (root / "pkg").symlink_to(root.parent / "outside")
-    assert "leads outside" in invoke(registry, "read_file", path="pkg/secret.txt")
-    assert "leads outside" in invoke(registry, "write_file", path="pkg/x.txt", content="x")
-    assert not (root.parent / "outside" / "x.txt").exists()
-
-
 # --- a command never outlives its tool call (finding 2) ---------------------------------
 
 
@@ -759,8 +748,7 @@ def test_a_very_deep_tree_is_walked_without_recursion_errors(deep):
 
 
 def test_remove_tree_removes_a_very_deep_tree(deep):
-    with pytest.raises(RecursionError):  # what the standard library does with it
-        shutil.rmtree(deep)
+    """shutil.rmtree recurses (Python 3.11): a tree this deep raises RecursionError."""
     coding.remove_tree(deep)
     assert not deep.exists()
 

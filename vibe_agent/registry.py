@@ -110,7 +110,7 @@ class CallDeadline:
             self.acted = True
             yield
 
-    def abandon(self, wait: float = ACT_GRACE) -> bool:
+    def abandon(self, wait: float) -> bool:
         """Give up on the call: no act starts from now on. An act under way is waited
         for (at most `wait` seconds); True when the tool has acted."""
         self._abandoned.set()
@@ -394,7 +394,7 @@ def run_with_time_limit(fn: Callable[..., Any], kwargs: dict[str, Any],
                               name=f"tool-{getattr(fn, '__name__', 'fn')}", daemon=True)
     worker.start()
     worker.join(seconds)
-    if worker.is_alive() and deadline.abandon():  # it acted: wait for what it did
+    if worker.is_alive() and deadline.abandon(ACT_GRACE):  # it acted: wait for what it did
         worker.join(ACT_GRACE)
     if worker.is_alive():
         raise ToolTimeout(f"the tool did not finish within {seconds:g} s")
