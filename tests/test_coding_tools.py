@@ -683,6 +683,8 @@ TRICKY_EDITS = [
      "a = 1\r\nb = 20\r\nc = 3\r\n", "crlf-multi-line-old-copied-from-read-file"),
     (CRLF, "b = 2\r\nc", "B = 2\r\nc", "Edited x.txt at line 2.", "a = 1\r\nB = 2\r\nc = 3\r\n",
      "crlf-old-with-the-real-endings"),
+    (CRLF, "b = 2", "b = 2\nb2 = 4", "Edited x.txt at line 2.",
+     "a = 1\r\nb = 2\r\nb2 = 4\r\nc = 3\r\n", "crlf-new-lines-get-the-same-endings"),
     ("ab\nab\nab\n", "ab\nab\n", "X\n", "Error: the text in 'old' occurs 2 times in 'x.txt' "
      "(lines 1, 2). Add surrounding lines to 'old' so that it matches exactly once.",
      "ab\nab\nab\n", "overlapping-occurrences"),

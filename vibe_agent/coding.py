@@ -487,9 +487,9 @@ class Workspace:
         except WorkspaceError as exc:
             return f"Error: {exc}"
         except TimeoutError:
-            return (f"Error: the regular expression {pattern!r} took longer than "
-                    f"{seconds:.3g} s (it probably backtracks catastrophically, like (a+)+$). "
-                    "Use a simpler pattern, e.g. a plain word.")
+            return (f"Error: searching for {pattern!r} took longer than {seconds:.3g} s: the "
+                    "pattern may backtrack catastrophically (like (a+)+$), or the folder is "
+                    "large. Use a simpler pattern (e.g. a plain word) or a smaller path.")
         lines = [f"{file}:{number}: {text.strip()[:MAX_HIT_CHARS]}" for file, number, text in hits]
         if not lines:
             return f"No matches for {pattern!r} in '{top.shown}'."
@@ -540,7 +540,9 @@ class Workspace:
         try:
             with self._locate(path) as place:
                 return place.shown
-        except NoSuchFolder:  # write_file will create it
+        except NoSuchFolder:  # write_file will create it (but never to climb out of it)
+            if ".." in PurePosixPath(path.strip()).parts:
+                raise
             return PurePosixPath(path.strip()).as_posix()
 
     def edit_file(self, path: str, old: str, new: str) -> str:
@@ -649,8 +651,10 @@ def _matches(compiled: regex.Pattern[str], texts: Iterable[tuple[str, str]],
     budget = seconds
     for file, text in texts:
         for number, line in enumerate(_lines(text), start=1):
+            if budget <= 0:
+                raise TimeoutError(f"the search took longer than {seconds:g} s")
             started = time.monotonic()
-            found = compiled.search(line[:MAX_LINE_CHARS], timeout=max(budget, 1e-3),
+            found = compiled.search(line[:MAX_LINE_CHARS], timeout=budget,
                                     concurrent=True)  # other threads go on meanwhile
             budget -= time.monotonic() - started
             if found:
@@ -670,12 +674,15 @@ def _occurrences(text: str, old: str) -> list[int]:
 
 def _same_line_endings(text: str, old: str, new: str) -> tuple[str, str]:
     """`old` and `new` with the file's line endings: read_file does not show "\\r", so
-    in a file whose lines end in "\\r\\n" a multi-line `old` copied from it has "\\n"."""
-    if "\r\n" not in text or "\n" not in old or old in text:
+    in a file whose lines end in "\\r\\n" a multi-line `old` copied from it has "\\n";
+    and the lines `new` brings end in "\\r\\n" like the others."""
+    if "\r\n" not in text:
         return old, new
+
     def crlf(value: str) -> str:
         return re.sub(r"(?<!\r)\n", "\r\n", value)
-    return crlf(old), crlf(new)
+
+    return (old if old in text else crlf(old)), crlf(new)
 
 
 def _not_unique(path: str, text: str, starts: list[int]) -> str:
