@@ -235,6 +235,13 @@ def test_list_files_stops_after_enough_entries(tools, root):
                          "to see the rest]")
 
 
+@pytest.mark.parametrize("tool", CALLS)
+def test_a_name_too_long_is_refused_as_text(tools, tool):
+    output = CALLS[tool](tools, "x" * 300)
+    assert output == (f"Error: cannot use the path '{'x' * 300}': file name too long. Use a "
+                      "path relative to the workspace root, such as 'app.py' or 'tests/'.")
+
+
 def test_a_link_loop_is_refused_not_a_crash(tools, root):
     (root / "loop").symlink_to(root / "loop")
     assert tools.read_file("loop").startswith("Error: cannot use the path 'loop'")

@@ -214,12 +214,17 @@ class Workspace:
                     os.close(folders.pop())
                     continue
                 here = _Place(folders[-1], name, "/".join([*names, name]))
-                info = here.lstat()
-                if info is not None and stat.S_ISLNK(info.st_mode):
+                try:
+                    info = here.lstat()
+                    is_link = info is not None and stat.S_ISLNK(info.st_mode)
+                    target = PurePosixPath(os.readlink(name, dir_fd=folders[-1])) if (
+                        is_link) else None
+                except OSError as exc:  # a name too long, a folder we may not read ...
+                    raise self._refuse(path, (exc.strerror or str(exc)).lower()) from None
+                if target is not None:
                     links += 1
                     if links > MAX_LINKS:
                         raise self._refuse(path, "it goes round a loop of links")
-                    target = PurePosixPath(os.readlink(name, dir_fd=folders[-1]))
                     if target.is_absolute():  # fine only if it names a place in the root
                         if not target.is_relative_to(self.root):
                             raise self._refuse(path, "it leads outside the workspace")
