@@ -8,6 +8,9 @@
    changed a file outside?
 2. search_code with catastrophic patterns under a 1 s tool limit: how long until the
    registry answered (the median of 3 runs)?
+3. A command that outlives its call (tool limit 1.5 s, command limit 20 s, the command
+   writes a file at 3 s), and an "ask" approval that comes after the tool limit: does
+   anything happen after the model was told the call timed out?
 
 Run it on two versions of the package (PYTHONPATH) to compare them.
 """
@@ -25,6 +28,7 @@ from pathlib import Path
 
 from vibe_agent.coding import Workspace, coding_registry
 from vibe_agent.registry import ToolRegistry
+from vibe_agent.sandbox import Policy
 
 RACER = """
 import ctypes, os, sys
@@ -88,6 +92,29 @@ def regex_seconds(pattern: str, line: str) -> float:
         return time.monotonic() - started
 
 
+def acts_after_timeout(case: str) -> bool:
+    """Whether a file appears after the registry told the model the call timed out."""
+    with tempfile.TemporaryDirectory() as temp:
+        registry = ToolRegistry()
+        if case == "command":
+            workspace = Workspace(temp, "allow-all", command_timeout=20)
+            registry.register(workspace.run_command, timeout=1.5)
+            arguments = {"command": "sleep 3; echo late > late.txt"}
+        else:
+            def late_yes(prompt: str) -> str:
+                time.sleep(0.6)
+                return "y"
+            workspace = Workspace(temp, Policy("ask", ask=late_yes))
+            registry.register(getattr(workspace, case), timeout=0.3)
+            arguments = ({"command": "touch late.txt"} if case == "run_command"
+                         else {"path": "late.txt", "content": "x"})
+        result = registry.call(case if case != "command" else "run_command",
+                               json.dumps(arguments))
+        told_timeout = result.error_kind == "timeout" or "did not finish" in result.output
+        time.sleep(3.5)
+        return told_timeout and Path(temp, "late.txt").exists()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=1000)
@@ -97,9 +124,15 @@ def main() -> None:
         print(f"  {tool:12} {escapes(tool, calls)}")
     print("catastrophic regex under a 1 s tool limit: seconds until the registry answered "
           "(median of 3)")
-    for pattern, line in [("(a+)+$", "a" * 25 + "b"), ("(x+x+)+y", "x" * 26)]:
+    for pattern, line in [("(a+)+$", "a" * 25 + "b"), ("(x+x+)+y", "x" * 26),
+                          ("(a|aa)+$", "a" * 34 + "b")]:
         median = statistics.median(regex_seconds(pattern, line) for _ in range(3))
         print(f"  {pattern:10} on {len(line)} characters: {median:.2f} s")
+    print("something happens after the model was told the call timed out?")
+    for case, label in [("command", "command outlives its call"),
+                        ("write_file", "late approval of a write"),
+                        ("run_command", "late approval of a command")]:
+        print(f"  {label:28} {'yes' if acts_after_timeout(case) else 'no'}")
 
 
 if __name__ == "__main__":
