@@ -6,8 +6,14 @@ tool that takes a path; edits that match 0, 1 or many times; policies that refus
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +27,7 @@ from vibe_agent.coding import (
     snapshot,
     workspace_diff,
 )
+from vibe_agent.registry import DEFAULT_TIMEOUT, ToolRegistry
 from vibe_agent.sandbox import NOT_ISOLATED, SANDBOX_ENV, Policy
 
 pytestmark = pytest.mark.filterwarnings("ignore::vibe_agent.sandbox.SandboxWarning")
@@ -228,6 +235,13 @@ def test_list_files_stops_after_enough_entries(tools, root):
                          "to see the rest]")
 
 
+@pytest.mark.parametrize("tool", CALLS)
+def test_a_name_too_long_is_refused_as_text(tools, tool):
+    output = CALLS[tool](tools, "x" * 300)
+    assert output == (f"Error: cannot use the path '{'x' * 300}': file name too long. Use a "
+                      "path relative to the workspace root, such as 'app.py' or 'tests/'.")
+
+
 def test_a_link_loop_is_refused_not_a_crash(tools, root):
     (root / "loop").symlink_to(root / "loop")
     assert tools.read_file("loop").startswith("Error: cannot use the path 'loop'")
@@ -245,24 +259,27 @@ def test_write_file_creates_folders_and_writes_exactly(tools, root):
 
 
 def test_write_file_is_atomic(tools, root, monkeypatch):
-    """The new content goes to a temporary file beside the target, then os.replace."""
+    """The new content goes to a temporary file in the target's folder, then os.replace."""
     replaced = []
     real_replace = os.replace
 
-    def spy(source, target):
-        replaced.append((Path(source), Path(target)))
-        assert Path(target).read_text() == APP  # the old content is whole until the swap
-        real_replace(source, target)
+    def spy(source, target, *, src_dir_fd, dst_dir_fd):
+        assert src_dir_fd == dst_dir_fd  # one folder, opened once by the walk
+        assert os.path.samefile(f"/proc/self/fd/{src_dir_fd}", root)
+        replaced.append((source, target))
+        assert (root / target).read_text() == APP  # the old content is whole until the swap
+        assert (root / source).read_text() == "new content\n"
+        real_replace(source, target, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
 
     monkeypatch.setattr(coding.os, "replace", spy)
     tools.write_file("app.py", "new content\n")
     [(source, target)] = replaced
-    assert source.parent == target.parent == root and source.name.endswith(".tmp")
+    assert target == "app.py" and source.endswith(".tmp") and "/" not in source
     assert (root / "app.py").read_text() == "new content\n"
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary_file(tools, root, monkeypatch):
-    def broken_replace(source, target):
+    def broken_replace(source, target, **dir_fds):
         raise OSError("disk full")
 
     monkeypatch.setattr(coding.os, "replace", broken_replace)
@@ -444,3 +461,323 @@ def test_workspace_diff_is_empty_without_changes(root):
 def test_snapshot_skips_binary_files_ignored_folders_and_links(root):
     (root / "image.png").write_bytes(b"\x89PNG\0\0")
     assert sorted(snapshot(root)) == ["app.py", "notes.txt", "pkg/util.py"]
+
+
+# ---------------------------------------------------------------------------------------
+# A hostile model: every call goes through the registry by name, with a JSON string, the
+# way a model sends it. Races, links, control characters, hangs.
+# ---------------------------------------------------------------------------------------
+
+
+def invoke(registry: ToolRegistry, name: str, **arguments: object) -> str:
+    return registry.invoke(name, json.dumps(arguments))
+
+
+# --- a folder swapped for a link while the tools work (finding 3) -----------------------
+
+RACER = """
+import ctypes, os, sys
+ws, outside = sys.argv[1], sys.argv[2]
+os.chdir(ws)
+os.symlink(outside, "d.link")
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+print("racing", flush=True)
+while True:  # swap d/ (a folder inside) and d.link (a link out) atomically, again and again
+    if libc.renameat2(AT_FDCWD, b"d", AT_FDCWD, b"d.link", RENAME_EXCHANGE) != 0:
+        raise OSError(ctypes.get_errno(), "renameat2")
+"""
+RACE_CALLS = 1000
+
+
+@pytest.fixture
+def race(tmp_path: Path):
+    """A workspace whose folder d/ a background process keeps swapping for a link out."""
+    outside, root = tmp_path / "outside", tmp_path / "ws"
+    outside.mkdir()
+    (root / "d").mkdir(parents=True)
+    for folder, text in ((outside, "OUTSIDE-SECRET\n"), (root / "d", "value = 1\n")):
+        (folder / "f.txt").write_text(text)
+    racer = subprocess.Popen([sys.executable, "-c", RACER, str(root), str(outside)],
+                             stdout=subprocess.PIPE, text=True)
+    assert racer.stdout is not None and racer.stdout.readline() == "racing\n"
+    yield root, outside
+    racer.kill()
+    racer.wait()
+
+
+def escapes(tool: str, registry: ToolRegistry, outside: Path, i: int) -> bool:
+    """One call of `tool` on d/...; True when it read or changed a file outside."""
+    if tool == "read_file":
+        return "OUTSIDE-SECRET" in invoke(registry, "read_file", path="d/f.txt")
+    if tool == "write_file":
+        invoke(registry, "write_file", path=f"d/new{i}.txt", content="pwned\n")
+        return (outside / f"new{i}.txt").exists()
+    if tool == "search_code":
+        return "OUTSIDE-SECRET" in invoke(registry, "search_code", pattern="SECRET", path="d")
+    invoke(registry, "edit_file", path="d/f.txt", old="OUTSIDE", new="PWNED")
+    return (outside / "f.txt").read_text() != "OUTSIDE-SECRET\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tool", ["read_file", "write_file", "edit_file", "search_code"])
+def test_a_folder_swapped_for_a_link_never_lets_a_call_out(race, tool):
+    root, outside = race
+    registry = coding_registry(root, policy="allow-all")
+    escaped = sum(escapes(tool, registry, outside, i) for i in range(RACE_CALLS))
+    assert escaped == 0, f"{escaped} of {RACE_CALLS} calls of {tool} escaped"
+    assert sorted(path.name for path in outside.iterdir()) == ["f.txt"]
+
+
+# --- a command never outlives its tool call (finding 2) ---------------------------------
+
+
+def test_the_registry_waits_longer_than_the_command_may_run(root):
+    registry = coding_registry(root, command_timeout=60)
+    assert registry["run_command"].timeout == 60 + coding.COMMAND_GRACE
+    assert registry["read_file"].timeout == DEFAULT_TIMEOUT
+
+
+@pytest.mark.timeout(30)
+def test_a_command_is_killed_before_the_registry_gives_up(root):
+    """The tool's limit (1.5 s here) is shorter than the command's (20 s): the command
+    gets only the time the call has left, and nothing happens after the answer."""
+    registry = ToolRegistry()
+    registry.register(Workspace(root, "allow-all", command_timeout=20).run_command, timeout=1.5)
+    started = time.monotonic()
+    result = registry.call("run_command", json.dumps(
+        {"command": "echo started; sleep 3; echo late > late.txt"}))
+    assert time.monotonic() - started < 1.5
+    assert result.error_kind == "tool_error" and "did not finish within" in result.output
+    assert "started" in result.output
+    time.sleep(3)
+    assert not (root / "late.txt").exists()
+
+
+# --- a late approval never acts (finding 5) ---------------------------------------------
+
+
+def slow_yes(seconds: float) -> Policy:
+    """A person who answers "y" after `seconds`."""
+    def ask(prompt: str) -> str:
+        time.sleep(seconds)
+        return "y"
+    return Policy("ask", ask=ask)
+
+
+LATE = [
+    # (tool, arguments, what must not appear, id)
+    ("write_file", {"path": "late.txt", "content": "x"}, "late.txt", "write"),
+    ("edit_file", {"path": "notes.txt", "old": "notes", "new": "late"}, "notes.txt", "edit"),
+    ("run_command", {"command": "touch late.txt"}, "late.txt", "command"),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "unchanged"), [row[:3] for row in LATE],
+                         ids=[row[3] for row in LATE])
+def test_an_approval_after_the_time_limit_does_nothing(root, tool, arguments, unchanged):
+    before = snapshot(root)
+    workspace = Workspace(root, slow_yes(0.6))
+    registry = ToolRegistry()
+    registry.register(getattr(workspace, tool), timeout=0.3)
+    result = registry.call(tool, json.dumps(arguments))
+    assert result.error_kind == "timeout"  # the model is told the call timed out ...
+    time.sleep(1.5)  # ... the person says "y" at 0.6 s ...
+    assert workspace_diff(before, root) == ""  # ... and nothing happens
+
+
+def test_an_approval_in_time_still_acts(root):
+    registry = ToolRegistry()
+    registry.register(Workspace(root, slow_yes(0.1)).write_file, timeout=2)
+    assert invoke(registry, "write_file", path="ok.txt", content="x").startswith("Wrote")
+    assert (root / "ok.txt").read_text() == "x"
+
+
+# --- "ask" cannot be spoofed with control characters (finding 4) --------------------------
+
+SPOOFS = [
+    # (tool, arguments, the escape named in the error, id)
+    ("run_command", {"command": "rm -rf tests\rpython -m pytest -q"}, "\\r", "carriage-return"),
+    ("run_command", {"command": "rm -rf tests\x1b[2K\x1b[1Gpython -m pytest -q"}, "\\x1b",
+     "ansi-erase-line"),
+    ("run_command", {"command": "rm -rf tests #\x1b]0;x\x07"}, "\\x07", "ansi-title"),
+    ("run_command", {"command": "rm -rf tests\x9b2K"}, "\\x9b", "c1-csi"),
+    ("run_command", {"command": "echo \u202etset-yp m- nohtyp"}, "\\u202e", "bidi-override"),
+    ("write_file", {"path": "app.py\r", "content": "x"}, "\\r", "path-carriage-return"),
+    ("write_file", {"path": "\x1b[2Kapp.py", "content": "x"}, "\\x1b", "path-ansi"),
+    ("edit_file", {"path": "notes.txt\x1b[8m", "old": "notes", "new": "x"}, "\\x1b",
+     "edit-path-ansi"),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "named"), [row[:3] for row in SPOOFS],
+                         ids=[row[3] for row in SPOOFS])
+def test_control_characters_are_refused_before_anyone_is_asked(root, tool, arguments, named):
+    asked: list[str] = []
+    before = snapshot(root)
+    registry = coding_registry(root, policy=Policy("ask", ask=lambda q: asked.append(q) or "y"))
+    output = invoke(registry, tool, **arguments)
+    assert output.startswith("Error:") and named in output and "control characters" in output
+    assert asked == []  # nobody was shown a spoofed prompt
+    assert workspace_diff(before, root) == ""
+
+
+@pytest.mark.parametrize("command", ["printf 'a\\tb\\n'", "python -c 'print(1)'\nls",
+                                     "echo 你好"], ids=["tab-escape", "two-lines", "chinese"])
+def test_ordinary_commands_still_reach_the_person(root, command):
+    asked: list[str] = []
+    registry = coding_registry(root, policy=Policy("ask", ask=lambda q: asked.append(q) or "n"))
+    assert "用户拒绝了" in invoke(registry, "run_command", command=command)
+    assert len(asked) == 1 and command in asked[0]
+
+
+# --- a catastrophic regular expression (finding 6) --------------------------------------
+
+CATASTROPHIC = [
+    # (pattern, line in the file, id)
+    ("(a+)+$", "a" * 25 + "b", "nested-plus"),
+    ("(a|aa)+$", "a" * 36 + "b", "alternation"),
+    ("(x+x+)+y", "x" * 26, "two-pluses"),
+]
+
+
+def search_threads() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name == "tool-search_code"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("pattern", "line"), [row[:2] for row in CATASTROPHIC],
+                         ids=[row[2] for row in CATASTROPHIC])
+def test_a_catastrophic_pattern_is_bounded_for_real(root, pattern, line):
+    """Python's `re` holds the interpreter lock while it backtracks, so the registry's
+    1 s limit could not even fire; now the registry answers in time, other threads
+    go on, and the search itself stops soon after."""
+    (root / "data.txt").write_text(f"{line}\n")
+    registry = ToolRegistry()
+    registry.register(Workspace(root, "allow-all").search_code, timeout=1.0)
+    started = time.monotonic()
+    output = registry.invoke("search_code", json.dumps({"pattern": pattern, "path": "data.txt"}))
+    assert time.monotonic() - started < 1.5  # the registry's limit held: nothing stalled
+    assert output == f"No matches for {pattern!r} in 'data.txt'." or (
+        "took longer than" in output or "did not finish within 1 seconds" in output)
+    ends = time.monotonic() + 10
+    while search_threads() and time.monotonic() < ends:
+        time.sleep(0.05)
+    assert not search_threads()  # the abandoned search stopped by itself
+
+
+def test_search_looks_at_the_start_of_a_huge_line_only(root):
+    (root / "min.js").write_text("x" * (coding.MAX_LINE_CHARS + 10) + "NEEDLE\nNEEDLE2\n")
+    assert invoke(coding_registry(root), "search_code", pattern="NEEDLE",
+                  path="min.js") == "min.js:2: NEEDLE2"
+
+
+# --- workspace edge cases (finding 11) ---------------------------------------------------
+
+
+def test_read_file_caps_a_single_huge_line(root):
+    (root / "one.txt").write_text("y" * 300_000)
+    output = invoke(coding_registry(root), "read_file", path="one.txt")
+    assert len(output) < coding.MAX_READ_CHARS + 200
+    assert output.endswith("[line 1 goes on: it has 300000 characters; use search_code to find "
+                           "text in it]")
+
+
+CRLF = "a = 1\r\nb = 2\r\nc = 3\r\n"
+TRICKY_EDITS = [
+    # (file content, old, new, tool output, content afterwards, id)
+    (CRLF, "a = 1\nb = 2", "a = 1\nb = 20", "Edited x.txt at line 1.",
+     "a = 1\r\nb = 20\r\nc = 3\r\n", "crlf-multi-line-old-copied-from-read-file"),
+    (CRLF, "b = 2\r\nc", "B = 2\r\nc", "Edited x.txt at line 2.", "a = 1\r\nB = 2\r\nc = 3\r\n",
+     "crlf-old-with-the-real-endings"),
+    (CRLF, "b = 2", "b = 2\nb2 = 4", "Edited x.txt at line 2.",
+     "a = 1\r\nb = 2\r\nb2 = 4\r\nc = 3\r\n", "crlf-new-lines-get-the-same-endings"),
+    ("ab\nab\nab\n", "ab\nab\n", "X\n", "Error: the text in 'old' occurs 2 times in 'x.txt' "
+     "(lines 1, 2). Add surrounding lines to 'old' so that it matches exactly once.",
+     "ab\nab\nab\n", "overlapping-occurrences"),
+    ("aaa\n", "aa", "b", "Error: the text in 'old' occurs 2 times in 'x.txt' (lines 1, 1). "
+     "Add surrounding lines to 'old' so that it matches exactly once.", "aaa\n",
+     "overlapping-in-one-line"),
+]
+
+
+@pytest.mark.parametrize(("content", "old", "new", "output", "after"),
+                         [row[:5] for row in TRICKY_EDITS], ids=[row[5] for row in TRICKY_EDITS])
+def test_edit_file_tricky_texts(root, content, old, new, output, after):
+    (root / "x.txt").write_bytes(content.encode())
+    registry = coding_registry(root, policy="allow-all")
+    assert invoke(registry, "edit_file", path="x.txt", old=old, new=new) == output
+    assert (root / "x.txt").read_bytes() == after.encode()
+
+
+def test_read_file_says_a_file_has_windows_line_endings(root):
+    (root / "x.txt").write_bytes(CRLF.encode())
+    lines = invoke(coding_registry(root), "read_file", path="x.txt").splitlines()
+    assert lines[0].startswith("[this file ends its lines with \\r\\n (Windows)")
+    assert lines[1:] == ["   1| a = 1", "   2| b = 2", "   3| c = 3"]
+
+
+def test_read_file_and_edit_file_count_lines_the_same_way(root):
+    """str.splitlines also splits at a form feed or U+2028; edit_file counts "\\n" only."""
+    (root / "x.txt").write_text("x = 1\x0cy = 2\u2028z\nlast = 3\n")
+    registry = coding_registry(root, policy="allow-all")
+    assert invoke(registry, "read_file", path="x.txt").splitlines()[-1] == "   2| last = 3"
+    assert invoke(registry, "edit_file", path="x.txt", old="last",
+                  new="LAST") == "Edited x.txt at line 2."
+
+
+DEPTH = 1100
+
+
+@pytest.fixture
+def deep(tmp_path: Path) -> Iterator[Path]:
+    """A workspace holding a 1,100-level folder tree (built with dir_fd: paths get long)."""
+    root = tmp_path / "deep"
+    root.mkdir()
+    folder = os.open(root, os.O_RDONLY)
+    for _ in range(DEPTH):
+        os.mkdir("d", dir_fd=folder)
+        child = os.open("d", os.O_RDONLY, dir_fd=folder)
+        os.close(folder)
+        folder = child
+    os.close(os.open("bottom.txt", os.O_WRONLY | os.O_CREAT, dir_fd=folder))
+    os.close(folder)
+    yield root
+    if root.exists():  # pytest's own clean-up of tmp_path would hit RecursionError
+        coding.remove_tree(root)
+
+
+def test_a_very_deep_tree_is_walked_without_recursion_errors(deep):
+    registry = coding_registry(deep)
+    listed = invoke(registry, "list_files").splitlines()
+    assert len(listed) == coding.MAX_DEPTH
+    assert listed[-1].endswith(f"d/ [not listed: more than {coding.MAX_DEPTH} folders deep]")
+    assert invoke(registry, "search_code", pattern="x") == "No matches for 'x' in '.'."
+    assert snapshot(deep) == {}
+
+
+def test_remove_tree_removes_a_very_deep_tree(deep):
+    """shutil.rmtree recurses (Python 3.11): a tree this deep raises RecursionError."""
+    coding.remove_tree(deep)
+    assert not deep.exists()
+
+
+def test_remove_tree_never_follows_a_link(tmp_path, root):
+    coding.remove_tree(root)
+    assert not root.exists()
+    assert (tmp_path / "outside" / "secret.txt").exists()
+
+
+@pytest.mark.slow
+def test_snapshot_and_diff_stay_bounded_for_big_workspaces(root):
+    line = "z" * 99 + "\n"
+    for n in range(60):  # 60 files of 900 kB: 54 MB of text
+        (root / f"big{n:02}.txt").write_text(line * 9000)
+    before = snapshot(root)
+    assert sum(map(len, before.values())) < coding.MAX_SNAPSHOT_BYTES + 1000 * 60
+    for n in range(60):
+        (root / f"big{n:02}.txt").write_text(line.upper() * 9000)
+    diff = workspace_diff(before, root)
+    assert len(diff) < coding.MAX_DIFF_CHARS + 2000
+    assert "more changed files: " in diff.splitlines()[-1]
+    assert "big59.txt" in diff  # every changed file is at least named

@@ -444,3 +444,15 @@ def test_hostile_fuzz_keeps_the_contract(script, max_iters, max_repeats, max_cyc
     check_history(result.messages)
     for request in provider.requests:  # nothing the loop sent breaks the protocol
         check_history(request["messages"])
+
+
+def test_a_file_name_that_is_not_utf8_does_not_break_the_loop(tmp_path):
+    """A command can make such a name; list_files echoes it as a lone surrogate."""
+    from vibe_agent.coding import coding_registry
+
+    (tmp_path / os.fsdecode(b"data\xff.csv")).write_text("x")
+    provider = HostileProvider(then_answer(asks(tool_call("list_files", "{}"))))
+    result = run_agent(provider.client(), "ls?", coding_registry(tmp_path), model=MODEL)
+    assert result.ok
+    assert provider.requests[1]["messages"][-1]["content"] == "data\ufffd.csv"
+    check_history(result.messages)

@@ -12,9 +12,11 @@ import pytest
 
 from vibe_agent.registry import (
     DEFAULT_TIMEOUT,
+    CallAbandoned,
     ToolDefinitionError,
     ToolRegistry,
     ToolTimeout,
+    current_deadline,
     function_to_tool,
     json_type,
 )
@@ -436,3 +438,94 @@ def test_a_call_without_a_name_is_an_unknown_tool(registry, name):
     result = registry.call(name, "{}")
     assert result.error_kind == "unknown_tool"
     assert "has no tool name. Available tools: add, boom, kinds" in result.output
+
+
+# ---------------------------------------------------------------------------
+# An abandoned call never acts: the deadline a tool sees
+# ---------------------------------------------------------------------------
+
+
+def acting_tool(done: list[str]):
+    """A tool that waits `before`, then acts (recorded in `done`) for `during` seconds."""
+
+    def act(before: float, during: float) -> str:
+        """Wait, then act.
+
+        Args:
+            before: seconds before acting (e.g. waiting for a person's approval).
+            during: seconds the act takes.
+        """
+        time.sleep(before)
+        deadline = current_deadline()
+        assert deadline is not None
+        with deadline.acting():
+            done.append("started")
+            time.sleep(during)
+            done.append("finished")
+        return "acted"
+
+    return act
+
+
+# (before, during, result, what happened, id)
+ACTS = [
+    (0.0, 0.0, "acted", ["started", "finished"], "in-time"),
+    (0.5, 0.0, "timeout", [], "starts-after-the-limit: never acts"),
+    (0.1, 0.4, "acted", ["started", "finished"], "started-in-time: waited for"),
+]
+
+
+@pytest.mark.parametrize(("before", "during", "result", "happened"),
+                         [row[:4] for row in ACTS], ids=[row[4] for row in ACTS])
+def test_a_tool_acts_before_the_model_hears_of_a_timeout_or_never(before, during, result,
+                                                                  happened):
+    done: list[str] = []
+    reg = ToolRegistry()
+    reg.register(acting_tool(done), name="act", timeout=0.2)
+    outcome = reg.call("act", json.dumps({"before": before, "during": during}))
+    assert (outcome.error_kind or outcome.output) == result
+    time.sleep(before + during + 0.3)  # an abandoned thread has had time to try
+    assert done == happened
+
+
+def test_a_late_act_raises_call_abandoned_inside_the_tool():
+    raised: list[BaseException] = []
+
+    def late() -> str:
+        """Act too late."""
+        time.sleep(0.3)
+        try:
+            with current_deadline().acting():
+                return "acted"
+        except CallAbandoned as exc:
+            raised.append(exc)
+            raise
+
+    reg = ToolRegistry()
+    reg.register(late, timeout=0.1)
+    assert reg.call("late", "{}").error_kind == "timeout"
+    time.sleep(0.5)
+    assert len(raised) == 1 and isinstance(raised[0], ToolTimeout)
+
+
+def test_the_deadline_a_tool_sees():
+    seen: dict[str, object] = {}
+
+    def look() -> str:
+        """Look at the deadline."""
+        deadline = current_deadline()
+        seen["limited"] = deadline is not None and 0 < deadline.remaining() <= 5
+        return "ok"
+
+    def unlimited() -> str:
+        """Look without a limit."""
+        seen["unlimited"] = current_deadline()
+        return "ok"
+
+    reg = ToolRegistry()
+    reg.register(look, timeout=5)
+    reg.register(unlimited, timeout=None)
+    reg.invoke("look", "{}")
+    reg.invoke("unlimited", "{}")
+    assert seen == {"limited": True, "unlimited": None}
+    assert current_deadline() is None  # outside any call

@@ -18,19 +18,29 @@ function without a docstring, raise `ToolDefinitionError` at registration time.
 Every tool runs under a time limit (`DEFAULT_TIMEOUT`, or `timeout=` when it is
 registered). Python cannot kill a thread, so a tool that overruns is *abandoned*:
 it keeps running in a background (daemon) thread until it returns by itself, and
-the model gets an error text at once. A tool that starts processes must enforce
-its own limit and kill them (the coding agent's sandbox does).
+the model gets an error text at once. An abandoned call must not act any more (the
+model was told it timed out), so a tool that writes or starts processes asks
+`current_deadline()` first:
+
+    deadline = current_deadline()        # None outside a time-limited call
+    deadline.remaining()                 # seconds left: a command gets no more
+    with deadline.acting():              # raises CallAbandoned once the registry gave up;
+        write the file / run it          # an act already under way is waited for
+
+so what it does either happens before the model hears "timed out", or never.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import inspect
 import json
 import re
 import threading
+import time
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
@@ -51,6 +61,71 @@ ErrorKind = Literal["unknown_tool", "invalid_json", "bad_arguments", "tool_raise
 
 class ToolTimeout(TimeoutError):
     """A tool did not finish within its time limit (it was abandoned, not stopped)."""
+
+
+class CallAbandoned(ToolTimeout):
+    """Raised inside a tool that tries to act after the registry gave up on its call."""
+
+
+ACT_GRACE = 2.0  # seconds the registry waits, at the time limit, for an act under way
+
+
+class CallDeadline:
+    """The time limit of one running tool call, as the tool sees it.
+
+    The registry makes one per call and abandons it at the time limit. From then on
+    `acting()` refuses, so a late approval or a slow start cannot make the tool act
+    after the model was told the call timed out.
+
+    Args:
+        seconds: the call's time limit.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.ends = time.monotonic() + seconds
+        self._abandoned = threading.Event()
+        self._lock = threading.Lock()  # held while the tool acts
+        self.acted = False
+
+    @property
+    def abandoned(self) -> bool:
+        return self._abandoned.is_set()
+
+    def remaining(self) -> float:
+        """Seconds until the registry gives up (0 once it has)."""
+        return 0.0 if self.abandoned else max(0.0, self.ends - time.monotonic())
+
+    @contextlib.contextmanager
+    def acting(self) -> Iterator[None]:
+        """Hold this while doing what must not happen after the call was abandoned
+        (keep it short, or bounded by `remaining()`).
+
+        Raises:
+            CallAbandoned: the registry has already given up on this call.
+        """
+        with self._lock:
+            if self.abandoned:
+                raise CallAbandoned("the registry gave up on this call; it must not act")
+            self.acted = True
+            yield
+
+    def abandon(self, wait: float) -> bool:
+        """Give up on the call: no act starts from now on. An act under way is waited
+        for (at most `wait` seconds); True when the tool has acted."""
+        self._abandoned.set()
+        if self._lock.acquire(timeout=wait):
+            self._lock.release()
+        return self.acted
+
+
+_deadline: contextvars.ContextVar[CallDeadline | None] = contextvars.ContextVar(
+    "tool_call_deadline", default=None)
+
+
+def current_deadline() -> CallDeadline | None:
+    """The time limit of the tool call running in this thread (None: no limit)."""
+    return _deadline.get()
 
 
 @dataclass
@@ -291,9 +366,12 @@ def run_with_time_limit(fn: Callable[..., Any], kwargs: dict[str, Any],
     """Call `fn(**kwargs)` and wait at most `seconds` for it (None: no limit).
 
     The call runs in a new daemon thread (with a copy of the caller's context
-    variables). If it is still running after `seconds`, `ToolTimeout` is raised and
-    the thread is abandoned: Python cannot kill it, it ends when `fn` returns, and
-    being a daemon it never keeps the program from exiting.
+    variables, and its `CallDeadline` as `current_deadline()`). If it is still
+    running after `seconds`, the deadline is abandoned, `ToolTimeout` is raised and
+    the thread is left to finish: Python cannot kill it, it ends when `fn` returns,
+    and being a daemon it never keeps the program from exiting. A tool that was in
+    the middle of acting (`CallDeadline.acting`) is waited for a little longer, so
+    its result is not reported as a time-out.
 
     Raises:
         ToolTimeout: `fn` did not finish in time.
@@ -302,6 +380,9 @@ def run_with_time_limit(fn: Callable[..., Any], kwargs: dict[str, Any],
     if seconds is None:
         return fn(**kwargs)
     outcome: dict[str, Any] = {}
+    deadline = CallDeadline(seconds)
+    context = contextvars.copy_context()
+    context.run(_deadline.set, deadline)
 
     def work() -> None:
         try:
@@ -309,10 +390,12 @@ def run_with_time_limit(fn: Callable[..., Any], kwargs: dict[str, Any],
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
             outcome["error"] = exc
 
-    worker = threading.Thread(target=contextvars.copy_context().run, args=(work,),
+    worker = threading.Thread(target=context.run, args=(work,),
                               name=f"tool-{getattr(fn, '__name__', 'fn')}", daemon=True)
     worker.start()
     worker.join(seconds)
+    if worker.is_alive() and deadline.abandon(ACT_GRACE):  # it acted: wait for what it did
+        worker.join(ACT_GRACE)
     if worker.is_alive():
         raise ToolTimeout(f"the tool did not finish within {seconds:g} s")
     if "error" in outcome:
