@@ -28,7 +28,7 @@ from vibe_agent.coding import (
     workspace_diff,
 )
 from vibe_agent.registry import DEFAULT_TIMEOUT, ToolRegistry
-from vibe_agent.sandbox import NOT_ISOLATED, SANDBOX_ENV, Policy
+from vibe_agent.sandbox import NOT_ISOLATED_NOTE, SANDBOX_ENV, Policy
 
 pytestmark = pytest.mark.filterwarnings("ignore::vibe_agent.sandbox.SandboxWarning")
 
@@ -340,12 +340,12 @@ READ_ONLY = Policy(lambda action: action.kind != "write" or "这次只允许读�
 
 REFUSED = [
     # (tool, arguments, start of the error, id)
-    ("write_file", {"path": "app.py", "content": "x"}, "Error: 写入未获批准：这次只允许读",
-     "write"),
+    ("write_file", {"path": "app.py", "content": "x"},
+     "Error: the write was not approved: 这次只允许读", "write"),
     ("edit_file", {"path": "app.py", "old": "a + b", "new": "b + a"},
-     "Error: 写入未获批准：这次只允许读", "edit"),
-    ("run_command", {"command": "touch made.txt"}, "Error: 命令未获批准：touch 不在允许列表里",
-     "command"),
+     "Error: the write was not approved: 这次只允许读", "edit"),
+    ("run_command", {"command": "touch made.txt"},
+     "Error: the command was not approved: touch is not on the allow list", "command"),
 ]
 
 
@@ -366,7 +366,8 @@ def test_ask_without_a_person_refuses(root, monkeypatch):
     monkeypatch.setattr("builtins.input", no_stdin)
     output = coding_registry(root, policy="ask").invoke("write_file", {"path": "x.py",
                                                                        "content": "x"})
-    assert output.startswith("Error: 写入未获批准：需要人来确认，但没有人可以回答")
+    assert output.startswith("Error: the write was not approved: a person has to confirm "
+                             "this, but nobody can answer")
     assert not (root / "x.py").exists()
 
 
@@ -384,7 +385,7 @@ COMMANDS = [
                          ids=[row[2] for row in COMMANDS])
 def test_run_command(tools, command, expected):
     output = tools.run_command(command)
-    assert output.removeprefix(NOT_ISOLATED + "\n") == expected
+    assert output.removeprefix(NOT_ISOLATED_NOTE + "\n") == expected
 
 
 def test_run_command_time_limit_is_an_error(root):
@@ -396,7 +397,7 @@ def test_run_command_time_limit_is_an_error(root):
 
 def test_run_command_without_isolation_says_so_first(tools, monkeypatch):
     monkeypatch.setenv(SANDBOX_ENV, "none")
-    assert tools.run_command("echo hi") == f"{NOT_ISOLATED}\nexit code: 0\nhi"
+    assert tools.run_command("echo hi") == f"{NOT_ISOLATED_NOTE}\nexit code: 0\nhi"
 
 
 def test_run_command_runs_pytest_in_the_sandbox(root, monkeypatch):
@@ -627,7 +628,7 @@ def test_control_characters_are_refused_before_anyone_is_asked(root, tool, argum
 def test_ordinary_commands_still_reach_the_person(root, command):
     asked: list[str] = []
     registry = coding_registry(root, policy=Policy("ask", ask=lambda q: asked.append(q) or "n"))
-    assert "用户拒绝了" in invoke(registry, "run_command", command=command)
+    assert "the user said no" in invoke(registry, "run_command", command=command)
     assert len(asked) == 1 and command in asked[0]
 
 

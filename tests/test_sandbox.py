@@ -557,11 +557,11 @@ ALLOW_LIST = [
     ("pytest tests/test_app.py", True, None, "pytest"),
     ("ls -la", True, None, "ls"),
     ("grep -n 'def ' app.py", True, None, "quoted-argument"),
-    ("rm -rf .", False, "rm 不在允许列表里", "not-listed"),
-    ("pythonx app.py", False, "pythonx 不在允许列表里", "whole-words-only"),
-    ("/usr/bin/rm -rf .", False, "/usr/bin/rm 不在允许列表里", "path-to-program"),
-    ('"rm" -rf .', False, "rm 不在允许列表里", "quoted-program"),
-    ("FOO=1 python", False, "FOO=1 不在允许列表里", "env-assignment-first"),
+    ("rm -rf .", False, "rm is not on the allow list", "not-listed"),
+    ("pythonx app.py", False, "pythonx is not on the allow list", "whole-words-only"),
+    ("/usr/bin/rm -rf .", False, "/usr/bin/rm is not on the allow list", "path-to-program"),
+    ('"rm" -rf .', False, "rm is not on the allow list", "quoted-program"),
+    ("FOO=1 python", False, "FOO=1 is not on the allow list", "env-assignment-first"),
     ("python; rm -rf .", False, "';'", "semicolon"),
     ("python && rm -rf .", False, "'&'", "and-and"),
     ("python & rm -rf .", False, "'&'", "background"),
@@ -573,8 +573,8 @@ ALLOW_LIST = [
     ("echo pwned > app.py", False, "'>'", "redirect-out"),
     ("python < /etc/passwd", False, "'<'", "redirect-in"),
     ("python\nrm -rf .", False, "'\\n'", "newline"),
-    ("python 'unclosed", False, "无法解析", "unbalanced-quote"),
-    ("   ", False, "（空命令） 不在允许列表里", "empty"),
+    ("python 'unclosed", False, "cannot parse", "unbalanced-quote"),
+    ("   ", False, "(an empty command) is not on the allow list", "empty"),
 ]
 
 
@@ -614,7 +614,7 @@ def test_a_single_string_is_not_a_prefix_list():
 CALLABLES = [
     # (policy function, refusal or None, id)
     (lambda action: True, None, "true-allows"),
-    (lambda action: False, "策略不允许", "false-refuses"),
+    (lambda action: False, "the policy does not allow", "false-refuses"),
     (lambda action: "只能在工作日运行", "只能在工作日运行", "string-is-the-reason"),
     (lambda action: action.kind == "write" or "只读模式", "只读模式", "sees-the-action"),
 ]
@@ -643,10 +643,10 @@ ASK = [
     (lambda prompt: "y", None, "yes"),
     (lambda prompt: " YES ", None, "yes-loudly"),
     (lambda prompt: "是", None, "yes-in-chinese"),
-    (lambda prompt: "n", "用户拒绝了", "no"),
-    (lambda prompt: "", "用户拒绝了", "enter-means-no"),
-    (_raise(EOFError()), "没有人可以回答", "no-stdin"),
-    (_raise(OSError("reading from stdin while output is captured")), "没有人可以回答",
+    (lambda prompt: "n", "the user said no", "no"),
+    (lambda prompt: "", "the user said no", "enter-means-no"),
+    (_raise(EOFError()), "nobody can answer", "no-stdin"),
+    (_raise(OSError("reading from stdin while output is captured")), "nobody can answer",
      "stdin-unavailable"),
 ]
 

@@ -55,7 +55,7 @@ import regex
 from .registry import CallAbandoned, ToolRegistry, current_deadline
 from .sandbox import (
     DEFAULT_POLICY,
-    NOT_ISOLATED,
+    NOT_ISOLATED_NOTE,
     Action,
     Policy,
     Rule,
@@ -360,8 +360,8 @@ class Workspace:
                     "Write it without them (or put the code in a file with write_file).")
         reason = self.policy.refusal(action)
         if reason is not None:
-            what = "命令" if action.kind == "command" else "写入"
-            raise WorkspaceError(f"{what}未获批准：{reason}")
+            what = "command" if action.kind == "command" else "write"
+            raise WorkspaceError(f"the {what} was not approved: {reason}")
 
     def _write(self, place: _Place, content: str) -> None:
         """Write atomically into the folder the walk reached: a temporary file there,
@@ -601,7 +601,7 @@ class Workspace:
                 result = run_in_sandbox(command, self.root, timeout=limit)
         except CallAbandoned:
             return "Error: the time limit of this call had passed, so the command did not run."
-        notice = [] if result.isolated else [NOT_ISOLATED]
+        notice = [] if result.isolated else [NOT_ISOLATED_NOTE]
         output = result.output.rstrip("\n") or "(no output)"
         if result.timed_out:
             return "\n".join([

@@ -58,7 +58,9 @@ MAX_OUTPUT = 10_000  # bytes of output kept: the first and the last half
 MAX_COMMAND = 100_000  # bytes of command line (Linux refuses one argument over 128 KiB)
 CHUNK = 65_536  # bytes per read from the command's pipe
 POLL_S = 0.05  # how often to check whether the command ended while its pipe stays open
-NOT_ISOLATED = "⚠ 没有 bubblewrap：命令没有隔离，直接在本机运行"
+NOT_ISOLATED = "⚠ 没有 bubblewrap：命令没有隔离，直接在本机运行"  # for people
+# What the model reads at the top of such a command's result (tool texts are English).
+NOT_ISOLATED_NOTE = "[note: no sandbox: this command ran directly on the host, not isolated]"
 
 # Limits for every command (bubblewrap: all four; unisolated: memory and file size).
 MAX_PROCESSES = 128  # processes and threads of uid 65534 at once (as root: all sandboxes together)
@@ -169,11 +171,11 @@ class Policy:
         try:
             answer = ask(f"智能体想{what}：{action.detail}\n允许吗？[y/N] ")
         except (EOFError, OSError, NotImplementedError):  # no stdin, or a frontend without one
-            return ("需要人来确认，但没有人可以回答（没有标准输入）。"
-                    "不要再尝试这个操作，告诉用户你想做什么、为什么。")
+            return ("a person has to confirm this, but nobody can answer (no standard "
+                    "input). Do not try it again; tell the user what you want to do and why.")
         if answer.strip().lower() in YES:
             return None
-        return "用户拒绝了。换一种做法，或者先问用户想怎么做。"
+        return "the user said no. Try another way, or ask the user how they want it done."
 
 
 def _verdict(decision: bool | str) -> str | None:
@@ -181,9 +183,10 @@ def _verdict(decision: bool | str) -> str | None:
     if decision is True:
         return None
     if decision is False:
-        return "策略不允许这个操作。换一种做法，或者告诉用户需要什么权限。"
+        return ("the policy does not allow this. Try another way, or tell the user which "
+                "permission you need.")
     if isinstance(decision, str):
-        return decision or "策略不允许这个操作。"
+        return decision or "the policy does not allow this."
     raise TypeError(f"a policy function must return True, False or a reason (str), "
                     f"not {decision!r}")
 
@@ -200,20 +203,20 @@ def allow_list_refusal(command: str, prefixes: Sequence[str]) -> str | None:
     found = [char for char in SHELL_METACHARACTERS if char in command]
     if found:
         shown = " ".join(repr(char) for char in found)
-        return (f"命令里有 shell 符号 {shown}。允许列表模式下一次只能运行一条简单命令，"
-                "不能用 ; & | ` $ < > 或换行。需要组合多步时，先用 write_file 写一个 "
-                "Python 脚本，再用 python 运行它。")
+        return (f"the command contains the shell symbol {shown}. With an allow list only one "
+                "simple command runs at a time: no ; & | ` $ < > or newlines. To combine steps, "
+                "write a Python script with write_file and run it with python.")
     try:
         words = shlex.split(command)
     except ValueError as exc:
-        return f"无法解析这条命令（{exc}）。检查引号是否成对，再试一次。"
+        return f"cannot parse this command ({exc}). Check that quotes are paired and try again."
     for prefix in prefixes:
         prefix_words = shlex.split(prefix)
         if prefix_words and words[: len(prefix_words)] == prefix_words:
             return None
-    first = words[0] if words else "（空命令）"
-    return (f"{first} 不在允许列表里（允许的命令：{', '.join(prefixes)}）。"
-            "只用这些命令，或者告诉用户你需要运行什么。")
+    first = words[0] if words else "(an empty command)"
+    return (f"{first} is not on the allow list (allowed commands: {', '.join(prefixes)}). "
+            "Use only these, or tell the user what you need to run.")
 
 
 DEFAULT_POLICY = Policy(DEFAULT_COMMANDS)

@@ -127,10 +127,10 @@ class Session:
             reply = self.ask(question) if self.ask else self.console.input(question, markup=False)
         except EOFError:  # (Ctrl-C is not caught: it stops the whole turn)
             self.console.print()
-            return "用户没有回答（输入已结束）。不要再尝试这个操作。"
+            return "the user did not answer (the input ended). Do not try this again."
         if reply.strip().lower() in ("y", "yes", "是"):
             return True
-        return "用户拒绝了。换一种做法，或者先问用户想怎么做。"
+        return "the user said no. Try another way, or ask the user how they want it done."
 
     def show_write(self, action: Action) -> None:
         """The diff a write would make, coloured (new content when the action carries it)."""
@@ -202,7 +202,8 @@ class Session:
                                               "content": INTERRUPTED})
                 break
         if self.messages and self.messages[-1].get("role") == "user":
-            self.messages.append({"role": "assistant", "content": "（这一轮被用户中断了。）"})
+            self.messages.append({"role": "assistant",
+                                  "content": "[interrupted by the user before an answer]"})
         self.trace.append(TraceStep(round=0, kind="stop", decision="interrupted",
                                     content="用户按了 Ctrl-C"))
 
