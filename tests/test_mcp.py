@@ -33,6 +33,7 @@ from vibe_agent.tools import demo_registry
 
 SERVER = Path(__file__).parent / "fixtures" / "mcp_test_server.py"
 TEST_SERVER = [sys.executable, str(SERVER)]
+RAW_SERVER = [sys.executable, str(SERVER.with_name("raw_mcp_server.py"))]
 COURSE = [sys.executable, "-m", "vibe_agent.course.mcp_server", "--clock",
           "2026-05-01T09:30:00+08:00"]
 
@@ -125,15 +126,11 @@ def test_a_crash_mid_call_becomes_error_text_and_stays_so():
     assert server_processes(before) == []
 
 
-@pytest.mark.parametrize(("tool", "arguments"), [
-    ("nap", {"seconds": 30}),
-    ("garbage", {}),
-], ids=["never-answers", "answers-garbage"])
-def test_a_server_that_does_not_answer_times_out(tool, arguments):
+def test_a_server_that_never_answers_times_out():
     before = frozenset(p.pid for p in server_processes())
     with mcp_registry(TEST_SERVER, name="t", timeout=1.5) as registry:
         started = time.monotonic()
-        result = registry.call(f"mcp__t__{tool}", json.dumps(arguments))
+        result = registry.call("mcp__t__nap", '{"seconds": 30}')
         waited = time.monotonic() - started
         still = registry.call("mcp__t__add", '{"a": 1, "b": 1}')
     assert result.error_kind == "timeout" and "did not finish within 1.5 seconds" in result.output
@@ -142,13 +139,31 @@ def test_a_server_that_does_not_answer_times_out(tool, arguments):
     assert server_processes(before) == []
 
 
-def test_garbage_lines_on_stdout_are_skipped_and_named():
-    with mcp_registry([*TEST_SERVER, "--banner"], name="t", timeout=1.5) as registry:
-        assert registry.call("mcp__t__add", '{"a": 2, "b": 2}').output == "4"
-        result = registry.call("mcp__t__garbage", "{}")
-    assert result.error_kind == "timeout"
-    assert "not MCP messages" in str(result.exception)
-    assert "Welcome to the test server!" in str(result.exception)
+def test_a_server_that_answers_garbage_times_out_and_names_it():
+    with mcp_registry([*RAW_SERVER, "--garbage"], name="raw", timeout=1.5) as registry:
+        first = registry.call("mcp__raw__echo", '{"text": "hi"}')
+        second = registry.call("mcp__raw__echo", '{"text": "again"}')
+    for result in (first, second):
+        assert result.error_kind == "timeout"
+        assert "not MCP messages" in str(result.exception)
+        assert "oops, this is not JSON-RPC" in str(result.exception)
+
+
+def test_a_server_written_without_the_sdk_works():
+    with mcp_registry(RAW_SERVER, name="raw") as registry:
+        assert registry.names == ["mcp__raw__echo"]
+        assert registry.invoke("mcp__raw__echo", {"text": "你好"}) == "你好"
+
+
+def test_a_banner_before_serving_is_skipped():
+    with mcp_registry([*TEST_SERVER, "--banner"], name="t", timeout=5) as registry:
+        assert registry.invoke("mcp__t__add", {"a": 2, "b": 2}) == "4"
+
+
+def test_print_inside_an_sdk_tool_does_not_break_the_protocol():
+    with mcp_registry(TEST_SERVER, name="t", timeout=5) as registry:
+        assert registry.invoke("mcp__t__noisy", {}) == "still fine"
+        assert registry.invoke("mcp__t__add", {"a": 1, "b": 2}) == "3"
 
 
 @pytest.mark.parametrize(("command", "message"), [

@@ -40,6 +40,7 @@ with-block lasts.
 from __future__ import annotations
 
 import concurrent.futures
+import importlib
 import json
 import logging
 import math
@@ -368,7 +369,14 @@ class _Connection:
         self._portal_cm = start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
         self._task = self._portal.start_task_soon(self._serve)
+        # The SDK checks structured results with jsonschema, imported on the first call
+        # inside the event loop: seconds during which no time limit can fire. Import it
+        # now, while the server starts.
+        warm_up = threading.Thread(target=importlib.import_module, args=("jsonschema",),
+                                   name="mcp-warm-up", daemon=True)
+        warm_up.start()
         self._ready.wait(self.start_timeout + SHUTDOWN_GRACE_S)
+        warm_up.join(self.start_timeout)
         if self.client is None:
             reason = self.failure or TimeoutError(f"no answer within {self.start_timeout:g} s")
             message = (f"the MCP server `{self.shown}` did not start: {_explain(reason)}"
