@@ -155,6 +155,19 @@ def test_a_server_written_without_the_sdk_works():
         assert registry.invoke("mcp__raw__echo", {"text": "你好"}) == "你好"
 
 
+def test_awkward_names_and_schemas_from_a_server():
+    with mcp_registry([*RAW_SERVER, "--weird"], name="raw") as registry:
+        assert registry.names == ["mcp__raw__echo", "mcp__raw__get_weather", "mcp__raw__point"]
+        assert "also called mcp__raw__get_weather" in registry.left_out["get/weather"]
+        assert "longer than 64" in registry.left_out["x" * 70]
+        assert registry.lost["mcp__raw__get_weather"] == ["when: format"]
+        point = registry["mcp__raw__point"]
+        assert point.description == ""
+        assert point.parameters["properties"]["p"] == {"type": "object", "properties": {
+            "x": {"type": "number"}}}
+        assert "must be object" in registry.invoke("mcp__raw__point", {"p": [1]})
+
+
 def test_a_banner_before_serving_is_skipped():
     with mcp_registry([*TEST_SERVER, "--banner"], name="t", timeout=5) as registry:
         assert registry.invoke("mcp__t__add", {"a": 2, "b": 2}) == "4"

@@ -349,7 +349,8 @@ class _Connection:
         self.shown = " ".join(command)
         self.timeout = timeout
         self.start_timeout = max(timeout, MIN_START_S)  # a Python server imports for seconds
-        self.stderr = tempfile.TemporaryFile()  # the server writes to it directly (its fd)
+        # The server writes to this file's descriptor directly; we only read it (os.pread).
+        self.stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
         self.garbage = _StdoutGarbage()
         self.listing: list[MCPTool] = []
         self.client: Client | None = None
