@@ -312,8 +312,8 @@ def _check_listing(report: Report, tools: Any) -> None:
         hints = tool.annotations if tool else None
         if not isinstance(hints, ToolAnnotations) or hints.read_only_hint is not True:
             fail(f"annotations 是 {short(hints)}",
-                 "数字符不改动任何东西：annotations=ToolAnnotations(read_only_hint=True)，"
-                 "客户端据此知道它不需要审批。")
+                 "数字符不改动任何东西：annotations=ToolAnnotations(read_only_hint=True)。"
+                 "标注是写给客户端和人看的说明（客户端可以不信它），如实写上。")
 
 
 def _check_calls(report: Report, tools: Any) -> None:
