@@ -327,7 +327,11 @@ def tool_refusal(policy: Policy, call: str, destructive: bool) -> str | None:
 
 
 class _StdoutGarbage(logging.Handler):
-    """Collects the lines the SDK skipped because they were not MCP messages."""
+    """Collects the lines the SDK skipped because they were not MCP messages.
+
+    The SDK only logs them (on "mcp.client.stdio"), without saying which server wrote
+    them, so with several servers open at once each connection hears every server's.
+    """
 
     def __init__(self) -> None:
         super().__init__(logging.ERROR)
