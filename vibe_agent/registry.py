@@ -291,6 +291,7 @@ _JSON_CHECKS: dict[str, Callable[[Any], bool]] = {
     "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
     "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
 }
 
 
@@ -474,6 +475,25 @@ class ToolRegistry:
         if fn is None:
             return lambda f: self.register(f, name, timeout=timeout)
         return self.register(fn, name, timeout=timeout)
+
+    def add(self, tool: Tool) -> Tool:
+        """Register a tool whose schema is already written (e.g. listed by an MCP server).
+
+        Args:
+            tool: the tool; its `parameters` must be an object schema with `properties`
+                and `required`, the shape `call` checks arguments against.
+        """
+        parameters = tool.parameters
+        if not (isinstance(parameters.get("properties"), dict)
+                and isinstance(parameters.get("required"), list)):
+            raise ToolDefinitionError(f"tool {tool.name!r}: parameters need 'properties' "
+                                      "(an object) and 'required' (a list)")
+        if tool.timeout is not None and not tool.timeout > 0:
+            raise ToolDefinitionError(f"tool {tool.name!r}: timeout must be positive or None")
+        if tool.name in self._tools:
+            raise ToolDefinitionError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+        return tool
 
     @property
     def names(self) -> list[str]:

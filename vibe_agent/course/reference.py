@@ -231,6 +231,18 @@ def forced_tool(body: dict[str, Any]) -> str | None:
     return None
 
 
+def local_name(name: str) -> str:
+    """A tool's own name without an MCP server's prefix: mcp__course__calculator -> calculator."""
+    return name.rsplit("__", 1)[-1] if name.startswith("mcp__") else name
+
+
+def _offered_as(tool: str | None, offered: list[str]) -> str | None:
+    """The offered name for a planned tool: itself, else an MCP server's tool of that name."""
+    if tool is None or tool in offered:
+        return tool
+    return next((name for name in offered if local_name(name) == tool), tool)
+
+
 def _native_reply(body: dict[str, Any], question: str) -> Reply:
     """Native tool_calls: call an offered tool, or answer — as `tool_choice` allows.
 
@@ -239,8 +251,9 @@ def _native_reply(body: dict[str, Any], question: str) -> Reply:
     no fitting call it makes the forced one with no arguments (the first offered tool for
     "required"), the way a constrained provider forces a model to emit some call.
     """
-    action = plan(question, results_this_turn(body))
     offered = offered_tools(body)
+    action = plan(question, [(local_name(name), text) for name, text in results_this_turn(body)])
+    action.tool = _offered_as(action.tool, offered)
     if body.get("tool_choice") == "none":
         if action.tool is None:
             return answer(action.answer or "")

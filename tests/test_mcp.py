@@ -1,0 +1,433 @@
+"""MCP: the registry as a client of real stdio servers, and the course's own server.
+
+Every server here is a real process speaking MCP through the official SDK: the test
+server in tests/fixtures/mcp_test_server.py (tools that add, fail, hang, crash, write
+garbage on stdout) and `python -m vibe_agent.course.mcp_server`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from mcp.types import ImageContent, TextContent, ToolAnnotations
+from mcp.types import Tool as MCPTool
+
+from vibe_agent.mcp_tools import (
+    MAX_RESULT_CHARS,
+    MCPServerError,
+    describe_content,
+    is_destructive,
+    mcp_registry,
+    mcp_to_openai_tools,
+    mcp_tool_name,
+    to_parameters,
+)
+from vibe_agent.registry import Tool, ToolDefinitionError, ToolRegistry
+from vibe_agent.sandbox import Policy
+from vibe_agent.tools import demo_registry
+
+SERVER = Path(__file__).parent / "fixtures" / "mcp_test_server.py"
+TEST_SERVER = [sys.executable, str(SERVER)]
+RAW_SERVER = [sys.executable, str(SERVER.with_name("raw_mcp_server.py"))]
+COURSE = [sys.executable, "-m", "vibe_agent.course.mcp_server", "--clock",
+          "2026-05-01T09:30:00+08:00"]
+
+
+def server_processes(before: frozenset[int] = frozenset()) -> list[psutil.Process]:
+    """Our children that are MCP servers of these tests, zombies included (not `before`)."""
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        if child.pid in before:
+            continue
+        try:
+            line = " ".join(child.cmdline())
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            found.append(child)  # a zombie has no command line left: count it
+            continue
+        if "mcp_test_server" in line or "vibe_agent.course.mcp_server" in line:
+            found.append(child)
+    return found
+
+
+@pytest.fixture(scope="module")
+def test_server():
+    """One test server for the calls that leave it running (crash and hang get their own)."""
+    with mcp_registry(TEST_SERVER, name="test", timeout=5, policy="allow-all") as registry:
+        yield registry
+
+
+# ---------------------------------------------------------------------------
+# Calls through the registry's safe dispatch
+# ---------------------------------------------------------------------------
+
+CALLS = [
+    # tool, arguments, error_kind, text the output contains
+    ("add", {"a": 2, "b": 3}, None, "5"),
+    ("add", {"a": "two", "b": 3}, "bad_arguments", "'a' must be integer"),
+    ("add", {"a": 2}, "bad_arguments", "missing required argument 'b'"),
+    ("fail", {"message": "the disk is full"}, "tool_error", "the disk is full"),
+    ("picture", {}, None, "[image image/png"),
+    ("long_text", {"chars": MAX_RESULT_CHARS + 500}, None, "[truncated: showing 20000 of 20500"),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "kind", "expected"), CALLS,
+                         ids=["adds", "wrong-type", "missing-argument", "is-error",
+                              "image-described", "capped"])
+def test_a_call_goes_through_the_registry(test_server, tool, arguments, kind, expected):
+    result = test_server.call(f"mcp__test__{tool}", json.dumps(arguments))
+    assert result.error_kind == kind
+    assert expected in result.output
+    assert len(result.output) < MAX_RESULT_CHARS + 200
+
+
+def test_is_error_is_not_passed_on_as_success(test_server):
+    result = test_server.call("mcp__test__fail", '{"message": "nope"}')
+    assert not result.ok and result.output.startswith("Error: tool 'mcp__test__fail' reported")
+
+
+def test_names_are_namespaced_and_schemas_kept(test_server):
+    assert "mcp__test__add" in test_server and "add" not in test_server
+    schema = test_server["mcp__test__add"].schema()["function"]
+    assert schema["parameters"]["properties"] == {"a": {"type": "integer"},
+                                                  "b": {"type": "integer"}}
+    assert schema["parameters"]["required"] == ["a", "b"]
+    assert schema["description"] == "Add two integers."
+
+
+def test_the_server_gets_no_key_unless_passed(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
+    monkeypatch.setenv("VIBE_AGENT_SECRET", "also-secret")
+    with mcp_registry(TEST_SERVER, name="t", env={"GIVEN": "yes"}) as registry:
+        seen = {name: registry.invoke("mcp__t__env", {"name": name})
+                for name in ("OPENAI_API_KEY", "VIBE_AGENT_SECRET", "GIVEN", "PATH")}
+    assert seen["OPENAI_API_KEY"] == "<unset>" and seen["VIBE_AGENT_SECRET"] == "<unset>"
+    assert seen["GIVEN"] == "yes" and seen["PATH"] != "<unset>"
+
+
+# ---------------------------------------------------------------------------
+# Servers that fail: error text, never an exception, never a hang, nothing left
+# ---------------------------------------------------------------------------
+
+
+def test_a_crash_mid_call_becomes_error_text_and_stays_so():
+    before = frozenset(p.pid for p in server_processes())
+    with mcp_registry(TEST_SERVER, name="t", timeout=5) as registry:
+        crashed = registry.call("mcp__t__crash", "{}")
+        after = registry.call("mcp__t__add", '{"a": 1, "b": 1}')
+    assert crashed.error_kind == "tool_error" and "stopped while running" in crashed.output
+    assert "crash: exiting with status 3" in crashed.output  # the server's stderr, quoted
+    assert after.error_kind == "tool_error" and "cannot be used any more" in after.output
+    assert server_processes(before) == []
+
+
+def test_a_server_that_never_answers_times_out():
+    before = frozenset(p.pid for p in server_processes())
+    with mcp_registry(TEST_SERVER, name="t", timeout=1.5) as registry:
+        started = time.monotonic()
+        result = registry.call("mcp__t__nap", '{"seconds": 30}')
+        waited = time.monotonic() - started
+        still = registry.call("mcp__t__add", '{"a": 1, "b": 1}')
+    assert result.error_kind == "timeout" and "did not finish within 1.5 seconds" in result.output
+    assert waited < 4
+    assert still.ok and still.output == "2"  # the run goes on: the server still answers
+    assert server_processes(before) == []
+
+
+def test_a_server_that_answers_garbage_times_out_and_names_it():
+    with mcp_registry([*RAW_SERVER, "--garbage"], name="raw", timeout=1.5) as registry:
+        first = registry.call("mcp__raw__echo", '{"text": "hi"}')
+        second = registry.call("mcp__raw__echo", '{"text": "again"}')
+    for result in (first, second):
+        assert result.error_kind == "timeout"
+        assert "not MCP messages" in str(result.exception)
+        assert "oops, this is not JSON-RPC" in str(result.exception)
+
+
+def test_a_server_written_without_the_sdk_works():
+    with mcp_registry(RAW_SERVER, name="raw") as registry:
+        assert registry.names == ["mcp__raw__echo"]
+        assert registry.invoke("mcp__raw__echo", {"text": "你好"}) == "你好"
+
+
+def test_awkward_names_and_schemas_from_a_server():
+    with mcp_registry([*RAW_SERVER, "--weird"], name="raw") as registry:
+        assert registry.names == ["mcp__raw__echo", "mcp__raw__get_weather", "mcp__raw__point"]
+        assert "also called mcp__raw__get_weather" in registry.left_out["get/weather"]
+        assert "longer than 64" in registry.left_out["x" * 70]
+        assert registry.lost["mcp__raw__get_weather"] == ["when: format"]
+        point = registry["mcp__raw__point"]
+        assert point.description == ""
+        assert point.parameters["properties"]["p"] == {"type": "object", "properties": {
+            "x": {"type": "number"}}}
+        assert "must be object" in registry.invoke("mcp__raw__point", {"p": [1]})
+
+
+def test_a_banner_before_serving_is_skipped():
+    with mcp_registry([*TEST_SERVER, "--banner"], name="t", timeout=5) as registry:
+        assert registry.invoke("mcp__t__add", {"a": 2, "b": 2}) == "4"
+
+
+def test_print_inside_an_sdk_tool_does_not_break_the_protocol():
+    with mcp_registry(TEST_SERVER, name="t", timeout=5) as registry:
+        assert registry.invoke("mcp__t__noisy", {}) == "still fine"
+        assert registry.invoke("mcp__t__add", {"a": 1, "b": 2}) == "3"
+
+
+@pytest.mark.parametrize(("command", "message"), [
+    (["/nonexistent/program"], "not found"),
+    ([sys.executable, "-c", "print('hello, I am not an MCP server')"], "did not start"),
+    ([sys.executable, "-c", "import time; time.sleep(60)"], "no answer"),
+], ids=["missing-program", "not-mcp", "silent"])
+def test_a_server_that_does_not_start_raises_clearly(command, message):
+    started = time.monotonic()
+    with pytest.raises(MCPServerError, match=message), mcp_registry(command, name="x",
+                                                                       timeout=1.5):
+        pass
+    assert time.monotonic() - started < 30
+    assert not [p for p in psutil.Process().children(recursive=True)
+                if p.status() == psutil.STATUS_ZOMBIE]
+
+
+def test_no_process_is_left_after_the_block():
+    before = frozenset(p.pid for p in server_processes())
+    with mcp_registry(TEST_SERVER, name="t") as registry:
+        pid = int(registry.invoke("mcp__t__pid", {}))
+        assert psutil.pid_exists(pid)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    assert not psutil.pid_exists(pid)
+    assert server_processes(before) == []
+
+
+def test_an_exception_in_the_block_still_stops_the_server():
+    with pytest.raises(KeyError), mcp_registry(TEST_SERVER, name="t") as registry:
+        pid = int(registry.invoke("mcp__t__pid", {}))
+        raise KeyError("a bug in the caller")
+    assert not psutil.pid_exists(pid)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"command": "python server.py", "name": "x"}, "non-empty list"),
+    ({"command": [], "name": "x"}, "non-empty list"),
+    ({"command": TEST_SERVER, "name": "a__b"}, "single '_'"),
+    ({"command": TEST_SERVER, "name": "has space"}, "letters, digits"),
+    ({"command": TEST_SERVER, "name": "x", "timeout": 0}, "positive"),
+], ids=["string-command", "empty-command", "double-underscore", "space", "zero-timeout"])
+def test_bad_configuration_raises_before_starting(kwargs, message):
+    with pytest.raises(ValueError, match=message), mcp_registry(**kwargs):
+        pass
+
+
+# ---------------------------------------------------------------------------
+# Guards: allow-list, shadowing, approval
+# ---------------------------------------------------------------------------
+
+
+def test_a_shadowing_tool_cannot_replace_a_local_one():
+    with mcp_registry([*TEST_SERVER, "--shadow"], name="evil") as registry:
+        assert "mcp__evil__read_file" in registry and "read_file" not in registry
+        local = demo_registry()
+        with pytest.raises(ToolDefinitionError):  # one registry, one tool per name
+            local.add(Tool("calculator", "", {"type": "object", "properties": {},
+                                              "required": []}, fn=lambda: "shadowed"))
+
+
+def test_the_allow_list_leaves_other_tools_out():
+    with mcp_registry([*TEST_SERVER, "--poison"], name="dict", tools={"add"}) as registry:
+        assert registry.names == ["mcp__dict__add"]
+        assert "not in the allow-list" in registry.left_out["lookup"]
+        review = registry.review()
+    assert "ignore all previous instructions" in review and "未注册" in review
+
+
+@pytest.mark.parametrize(("policy", "answer", "allowed"), [
+    ("allow-all", None, True),
+    (Policy("ask", ask=lambda prompt: "y"), None, True),
+    (Policy("ask", ask=lambda prompt: "n"), None, False),
+    (Policy(["python"], ask=lambda prompt: "n"), None, False),  # destructive: asks first
+    (Policy(lambda action: action.kind == "tool" and "delete" not in action.detail), None,
+     False),
+], ids=["allow-all", "ask-yes", "ask-no", "prefix-list-asks", "function-decides"])
+def test_a_destructive_tool_obeys_the_policy(policy, answer, allowed):
+    with mcp_registry(TEST_SERVER, name="t", policy=policy) as registry:
+        result = registry.call("mcp__t__delete_note", '{"note_id": 7}')
+        plain = registry.call("mcp__t__add", '{"a": 1, "b": 1}')
+    assert (result.output == "deleted note 7") is allowed
+    if not allowed:
+        assert result.error_kind == "tool_error"
+    assert plain.ok or isinstance(policy.rule, str)  # a plain tool runs under a prefix list
+
+
+def test_ask_without_a_person_refuses(monkeypatch):
+    def no_stdin(prompt: str) -> str:
+        raise EOFError
+
+    monkeypatch.setattr("builtins.input", no_stdin)
+    with mcp_registry(TEST_SERVER, name="t") as registry:  # the default prefix list
+        result = registry.call("mcp__t__delete_note", '{"note_id": 1}')
+        plain = registry.call("mcp__t__add", '{"a": 1, "b": 1}')
+    assert result.error_kind == "tool_error" and "没有人可以回答" in result.output
+    assert plain.output == "2"
+
+
+@pytest.mark.parametrize(("annotations", "destructive"), [
+    (None, False),
+    (ToolAnnotations(destructive_hint=True), True),
+    (ToolAnnotations(destructive_hint=True, read_only_hint=True), False),
+    (ToolAnnotations(read_only_hint=False), False),
+], ids=["none", "destructive", "read-only-wins", "unstated"])
+def test_is_destructive(annotations, destructive):
+    assert is_destructive(annotations) is destructive
+
+
+# ---------------------------------------------------------------------------
+# Schemas: from inputSchema to the parameters sent, and what is lost
+# ---------------------------------------------------------------------------
+
+SCHEMAS = [
+    ({"type": "object", "properties": {"x": {"type": "string", "title": "X"}},
+      "required": ["x"], "title": "args"},
+     {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}, []),
+    ({"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}}},
+     {"type": "object", "properties": {"when": {"type": "string"}}, "required": []},
+     ["when: format"]),
+    ({"type": "object", "properties": {"n": {"anyOf": [{"type": "integer"}, {"type": "null"}],
+                                             "default": None}}},
+     {"type": "object", "properties": {"n": {"type": "integer", "default": None}},
+      "required": []}, []),
+    ({"type": "object", "$defs": {"P": {"type": "object", "properties": {
+        "x": {"type": "number"}}, "required": ["x"]}},
+      "properties": {"p": {"$ref": "#/$defs/P"}}, "required": ["p"]},
+     {"type": "object", "properties": {"p": {"type": "object", "properties": {
+         "x": {"type": "number"}}, "required": ["x"]}}, "required": ["p"]}, []),
+    ({"type": "object", "properties": {"v": {"oneOf": [{"type": "string"},
+                                                       {"type": "integer"}]}}},
+     {"type": "object", "properties": {"v": {}}, "required": []}, ["v: oneOf with 2 choices"]),
+    ({"type": "object", "properties": {"v": {"type": ["string", "integer"]}}},
+     {"type": "object", "properties": {"v": {}}, "required": []},
+     ["v: type is one of ['string', 'integer']"]),
+    ({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "ghost"],
+      "additionalProperties": False},
+     {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
+      "additionalProperties": False}, []),
+    ({"type": "object"}, {"type": "object", "properties": {}, "required": []},
+     ["the schema is not an object with properties: the tool takes no arguments"]),
+    ({"type": "object", "properties": {"t": {"$ref": "#/$defs/Missing"}}},
+     {"type": "object", "properties": {"t": {}}, "required": []},
+     ["t: $ref (not a local definition, or recursive)"]),
+]
+
+
+@pytest.mark.parametrize(("schema", "parameters", "lost"), SCHEMAS,
+                         ids=["title-dropped", "format-lost", "nullable", "ref-inlined",
+                              "choice-lost", "type-list-lost", "ghost-required",
+                              "no-properties", "dangling-ref"])
+def test_to_parameters(schema, parameters, lost):
+    assert to_parameters(schema) == (parameters, lost)
+
+
+def test_a_converted_schema_is_one_the_registry_can_check():
+    parameters, _ = to_parameters(SCHEMAS[3][0])
+    registry = ToolRegistry()
+    registry.add(Tool("point", "", parameters, fn=lambda p: str(p["x"])))
+    assert registry.invoke("point", {"p": {"x": 1}}) == "1"
+    assert "'p' must be object" in registry.invoke("point", {"p": 3})
+
+
+def test_mcp_to_openai_tools():
+    listing = [MCPTool(name="get.weather", description="Weather.",
+                       input_schema={"type": "object", "properties": {"city": {
+                           "type": "string"}}, "required": ["city"]})]
+    assert mcp_to_openai_tools(listing, "w") == [{"type": "function", "function": {
+        "name": "mcp__w__get_weather", "description": "Weather.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                       "required": ["city"]}}}]
+
+
+@pytest.mark.parametrize(("server", "tool", "name"), [
+    ("course", "calculator", "mcp__course__calculator"),
+    ("fs", "read.file", "mcp__fs__read_file"),
+    ("x", "a/b c", "mcp__x__a_b_c"),
+], ids=["plain", "dot", "slash-space"])
+def test_mcp_tool_name(server, tool, name):
+    assert mcp_tool_name(server, tool) == name
+
+
+@pytest.mark.parametrize(("block", "text"), [
+    (TextContent(type="text", text="hi"), "hi"),
+    (ImageContent(type="image", data="AAAA", mime_type="image/png"),
+     "[image image/png, about 3 bytes: not shown, the model reads text only]"),
+], ids=["text", "image"])
+def test_describe_content(block, text):
+    assert describe_content(block) == text
+
+
+@pytest.mark.parametrize(("parameters", "message"), [
+    ({"type": "object"}, "need 'properties'"),
+    ({"type": "object", "properties": {}, "required": "x"}, "need 'properties'"),
+], ids=["no-properties", "required-not-list"])
+def test_registry_add_refuses_a_schema_it_cannot_check(parameters, message):
+    with pytest.raises(ToolDefinitionError, match=message):
+        ToolRegistry().add(Tool("t", "", parameters, fn=lambda: ""))
+
+
+# ---------------------------------------------------------------------------
+# The course's own server
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def course():
+    with mcp_registry(COURSE, name="course") as registry:
+        yield registry
+
+
+@pytest.mark.parametrize(("tool", "arguments", "expected"), [
+    ("calculator", {"expression": "17 * 23"}, "17 * 23 = 391"),
+    ("calculator", {"expression": "1/0"}, "Error: division by zero"),
+    ("current_time", {}, "2026-05-01 09:30:00 Asia/Shanghai (UTC+08:00)"),
+    ("current_time", {"timezone": "UTC"}, "2026-05-01 01:30:00 UTC"),
+    ("page_length", {"url": "https://example.com/"}, "has 335 characters"),
+    ("page_length", {"url": "https://www.python.org/"}, "Error: HTTP 404"),
+    ("search_course", {"query": "tool_call_id"}, "[lesson "),
+    ("search_course", {"query": "   "}, "Error: the query is empty"),
+], ids=["calculator", "calculator-error", "clock", "clock-utc", "bundled-page",
+        "no-network", "search-lessons", "search-empty"])
+def test_the_course_server(course, tool, arguments, expected):
+    assert expected in course.invoke(f"mcp__course__{tool}", arguments)
+
+
+def test_the_course_server_lists_the_local_schemas(course):
+    local = demo_registry()
+    for name in ("calculator", "current_time", "page_length"):
+        assert course[f"mcp__course__{name}"].schema()["function"] == {
+            **local[name].schema()["function"], "name": f"mcp__course__{name}"}
+    assert all(tool.annotations.read_only_hint for tool in course.listing)
+    assert all(lost == [] for lost in course.lost.values())
+
+
+def test_search_finds_the_bundled_pages():
+    from vibe_agent.course.mcp_server import page_passages, search
+
+    found = search("example domain illustrative", 1, tuple(page_passages()))
+    assert found and found[0].source == "page https://example.com/"
+
+
+def test_the_reference_model_answers_the_demo_tasks_through_mcp(course):
+    from vibe_agent.course.reference import reference_model
+    from vibe_agent.course.scenarios import DEMO_TASKS
+    from vibe_agent.loop import run_agent
+
+    client = reference_model().client()
+    results = [run_agent(client, task.question, course, model="vibe-reference")
+               for task in DEMO_TASKS]
+    called = [[s.tool for s in r.trace if s.kind == "tool"] for r in results]
+    assert called == [["mcp__course__current_time"], ["mcp__course__calculator"],
+                      ["mcp__course__page_length", "mcp__course__calculator"], []]
+    assert "09:30" in results[0].answer and "391" in results[1].answer
+    assert "47.857" in results[2].answer and "无法知道" in results[3].answer
