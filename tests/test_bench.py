@@ -426,15 +426,19 @@ def test_four_workers_give_the_same_records_as_one() -> None:
 
 
 def test_tasks_really_overlap() -> None:
-    """Two tasks whose model waits 0.5 s per call take about half as long on 2 workers."""
-    def slow_factory(task):
-        model = ScriptedModel(lambda body: (time.sleep(0.5), answer("好了"))[1], name="slow")
-        return model.client(), "slow"
+    """On 2 workers the two tasks' models are asked at the same time: each model waits at a
+    barrier that only opens when both are waiting (run one after the other, it breaks)."""
+    together = threading.Barrier(2, timeout=30)
 
-    tasks = [BY_NAME[name] for name in TWO]
-    started = time.perf_counter()
-    records = run_suite(tasks, slow_factory, workers=2)
-    assert time.perf_counter() - started < 2 * 0.5 + 1.5  # serial waiting alone is 1.0 s
+    def meet(body):
+        together.wait()
+        return answer("好了")
+
+    def factory(task):
+        return ScriptedModel(meet, name="meets").client(), "meets"
+
+    records = run_suite([BY_NAME[name] for name in TWO], factory, workers=2)
+    assert not together.broken
     assert [r.model_calls for r in records] == [1, 1]
 
 
