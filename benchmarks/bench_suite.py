@@ -16,7 +16,8 @@ Four figures, from one run of this script:
    and their ratio.
 4. Test runs per reference-mode task: every sandboxed command counted while the
    known-fix reference model runs the suite, split into the agent's own `run_command`
-   calls and the judge's runs, with a cold cache of test ids and a warm one.
+   calls and the judge's runs: with the test ids the suite ships (test_ids.json), and
+   for a suite without them on its first run (then they are cached on disk).
 3. Memory: the peak resident memory of this process plus all its children (sampled
    every 20 ms with psutil: the bench threads, bwrap and the pytest runs they start)
    during the serial run and during the 4-worker run.
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -166,12 +168,21 @@ class CountRuns:
 
 
 def runs_per_task(tasks: list[Task], cold: bool) -> tuple[float, float]:
-    """(agent's, judge's) sandboxed runs per task in a reference-mode suite run."""
+    """(agent's, judge's) sandboxed runs per task in a reference-mode suite run.
+
+    Cold: the suite copied without its test_ids.json files, with an empty disk cache
+    (an outside suite's first run).
+    """
     if cold:
-        with tempfile.TemporaryDirectory() as cache:
-            os.environ["XDG_CACHE_HOME"] = cache
+        with tempfile.TemporaryDirectory() as temp:
+            os.environ["XDG_CACHE_HOME"] = str(Path(temp) / "cache")
+            for task in tasks:
+                shutil.copytree(task.folder, Path(temp) / "suite" / task.name,
+                                symlinks=True, ignore=shutil.ignore_patterns(judge.SHIPPED_IDS))
+            copies, errors = load_suite(Path(temp) / "suite")
+            assert not errors, errors
             judge._cache.clear()
-            return runs_per_task(tasks, cold=False)
+            return runs_per_task(copies, cold=False)
     with CountRuns() as count:
         records = run_suite(tasks, reference_factory(tasks), workers=2)
     assert all(r.passed for r in records), "the reference run must pass"
@@ -220,9 +231,9 @@ def main() -> None:
         ("harness per task: copy+tools+held-out judging+diff (median)",
          f"{harness * 1000:.0f} ms"),
         ("ratio harness / bare test command", f"{harness / bare:.2f}x"),
-        ("test runs per reference task, warm cache (agent + judge)",
+        ("test runs per reference task, shipped test ids (agent + judge)",
          f"{warm_agent + warm_judge:.2f} ({warm_agent:.2f} + {warm_judge:.2f})"),
-        ("test runs per reference task, cold cache (agent + judge)",
+        ("test runs per task, outside suite's first run (agent + judge)",
          f"{cold_agent + cold_judge:.2f} ({cold_agent:.2f} + {cold_judge:.2f})"),
         ("peak RSS self+children, serial", f"{serial_rss / mib:.0f} MiB"),
         (f"peak RSS self+children, {args.workers} workers", f"{parallel_rss / mib:.0f} MiB"),
