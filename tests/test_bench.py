@@ -426,16 +426,22 @@ def test_four_workers_give_the_same_records_as_one() -> None:
 
 
 def test_tasks_really_overlap() -> None:
-    """Two tasks whose model waits 0.5 s per call take about half as long on 2 workers."""
-    def slow_factory(task):
-        model = ScriptedModel(lambda body: (time.sleep(0.5), answer("好了"))[1], name="slow")
-        return model.client(), "slow"
+    """Two tasks on 2 workers wait for their models at the same time (the waits overlap)."""
+    waits: list[tuple[float, float]] = []
 
-    tasks = [BY_NAME[name] for name in TWO]
-    started = time.perf_counter()
-    records = run_suite(tasks, slow_factory, workers=2)
-    assert time.perf_counter() - started < 2 * 0.5 + 1.5  # serial waiting alone is 1.0 s
+    def slow(body: dict):
+        started = time.monotonic()
+        time.sleep(0.5)
+        waits.append((started, time.monotonic()))
+        return answer("好了")
+
+    def slow_factory(task):
+        return ScriptedModel(slow, name="slow").client(), "slow"
+
+    records = run_suite([BY_NAME[name] for name in TWO], slow_factory, workers=2)
     assert [r.model_calls for r in records] == [1, 1]
+    (first_start, first_end), (second_start, second_end) = sorted(waits)
+    assert second_start < first_end  # the second model call began before the first ended
 
 
 # --- the cassette under concurrent use -----------------------------------------------
