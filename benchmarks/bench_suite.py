@@ -14,6 +14,8 @@ Four figures, from one run of this script:
    sandbox), measured in turn on every task, `--rounds` times. FAIL_TO_PASS /
    PASS_TO_PASS are cached (computed once per task, before the timing starts). Medians,
    and their ratio.
+   Beside them, the same steps judged the old way (the exit code in the agent's own
+   workspace): their ratio is what held-out judging costs.
 4. Test runs per reference-mode task: every sandboxed command counted while the
    known-fix reference model runs the suite, split into the agent's own `run_command`
    calls and the judge's runs: with the test ids the suite ships (test_ids.json), and
@@ -45,8 +47,11 @@ import psutil
 from vibe_agent import coding
 from vibe_agent.course import judge
 from vibe_agent.course.bench import (
+    BENCH_SYSTEM_PROMPT,
+    DEFAULT_MAX_ITERS,
     ModelFactory,
     TaskRecord,
+    bench_registry,
     reference_factory,
     run_suite,
     run_task,
@@ -54,7 +59,8 @@ from vibe_agent.course.bench import (
 from vibe_agent.course.known_fix import KNOWN_FIX_MODEL_NAME, known_fix_policy
 from vibe_agent.course.scripted import Reply, ScriptedModel, answer
 from vibe_agent.course.tasks import Task, command_argv, command_env, copy_repo, load_suite
-from vibe_agent.sandbox import why_not_isolated
+from vibe_agent.loop import run_agent
+from vibe_agent.sandbox import run_in_sandbox, why_not_isolated
 
 
 def slow_known_fix(latency: float) -> ModelFactory:
@@ -130,15 +136,31 @@ def harness_run(task: Task) -> float:
     return time.perf_counter() - started
 
 
-def paired_medians(tasks: list[Task], rounds: int) -> tuple[float, float]:
-    """Medians of the bare run and the harness run, measured in turn on every task
-    (interleaved, so a change in the machine's load hits both alike)."""
-    bare, harness = [], []
+def naive_harness_run(task: Task) -> float:
+    """Seconds of the same steps judged the old way: the test command's exit code in the
+    agent's own workspace (what the bench did before held-out judging; fooled by cheats)."""
+    client = ScriptedModel([answer("不改了。")], name="answers-at-once").client()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as temp:
+        workspace = copy_repo(task, Path(temp) / "workspace")
+        before = coding.snapshot(workspace)
+        run_agent(client, task.prompt, bench_registry(workspace, task), model="answers-at-once",
+                  max_iters=DEFAULT_MAX_ITERS, system_prompt=BENCH_SYSTEM_PROMPT)
+        run_in_sandbox(task.test_command, workspace, timeout=task.timeout_s)
+        coding.workspace_diff(before, workspace)
+    return time.perf_counter() - started
+
+
+def paired_medians(tasks: list[Task], rounds: int) -> tuple[float, float, float]:
+    """Medians of the bare run, the naive harness and the harness, measured in turn on
+    every task (interleaved, so a change in the machine's load hits all alike)."""
+    bare, naive, harness = [], [], []
     for _ in range(rounds):
         for task in tasks:
             bare.append(bare_test_run(task))
+            naive.append(naive_harness_run(task))
             harness.append(harness_run(task))
-    return statistics.median(bare), statistics.median(harness)
+    return statistics.median(bare), statistics.median(naive), statistics.median(harness)
 
 
 class CountRuns:
@@ -216,7 +238,7 @@ def main() -> None:
     assert all(r.passed for r in records + parallel_records), "the reference run must pass"
     calls = sum(r.model_calls for r in records)
 
-    bare, harness = paired_medians(tasks, args.rounds)
+    bare, naive, harness = paired_medians(tasks, args.rounds)
 
     sandbox = "bubblewrap" if why_not_isolated() is None else f"NOT isolated: {why_not_isolated()}"
     mib = 1024 * 1024
@@ -231,6 +253,9 @@ def main() -> None:
         ("harness per task: copy+tools+held-out judging+diff (median)",
          f"{harness * 1000:.0f} ms"),
         ("ratio harness / bare test command", f"{harness / bare:.2f}x"),
+        ("naive harness per task: judged in the agent's workspace (median)",
+         f"{naive * 1000:.0f} ms"),
+        ("ratio harness / naive harness (cost of held-out judging)", f"{harness / naive:.2f}x"),
         ("test runs per reference task, shipped test ids (agent + judge)",
          f"{warm_agent + warm_judge:.2f} ({warm_agent:.2f} + {warm_judge:.2f})"),
         ("test runs per task, outside suite's first run (agent + judge)",
