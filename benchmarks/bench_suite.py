@@ -14,9 +14,12 @@ Four figures, from one run of this script:
    sandbox), measured in turn on every task, `--rounds` times. FAIL_TO_PASS /
    PASS_TO_PASS are cached (computed once per task, before the timing starts). Medians,
    and their ratio.
+   Beside them, the same steps judged the old way (the exit code in the agent's own
+   workspace): their ratio is what held-out judging costs.
 4. Test runs per reference-mode task: every sandboxed command counted while the
    known-fix reference model runs the suite, split into the agent's own `run_command`
-   calls and the judge's runs, with a cold cache of test ids and a warm one.
+   calls and the judge's runs: with the test ids the suite ships (test_ids.json), and
+   for a suite without them on its first run (then they are cached on disk).
 3. Memory: the peak resident memory of this process plus all its children (sampled
    every 20 ms with psutil: the bench threads, bwrap and the pytest runs they start)
    during the serial run and during the 4-worker run.
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -43,8 +47,11 @@ import psutil
 from vibe_agent import coding
 from vibe_agent.course import judge
 from vibe_agent.course.bench import (
+    BENCH_SYSTEM_PROMPT,
+    DEFAULT_MAX_ITERS,
     ModelFactory,
     TaskRecord,
+    bench_registry,
     reference_factory,
     run_suite,
     run_task,
@@ -52,7 +59,8 @@ from vibe_agent.course.bench import (
 from vibe_agent.course.known_fix import KNOWN_FIX_MODEL_NAME, known_fix_policy
 from vibe_agent.course.scripted import Reply, ScriptedModel, answer
 from vibe_agent.course.tasks import Task, command_argv, command_env, copy_repo, load_suite
-from vibe_agent.sandbox import why_not_isolated
+from vibe_agent.loop import run_agent
+from vibe_agent.sandbox import run_in_sandbox, why_not_isolated
 
 
 def slow_known_fix(latency: float) -> ModelFactory:
@@ -128,15 +136,31 @@ def harness_run(task: Task) -> float:
     return time.perf_counter() - started
 
 
-def paired_medians(tasks: list[Task], rounds: int) -> tuple[float, float]:
-    """Medians of the bare run and the harness run, measured in turn on every task
-    (interleaved, so a change in the machine's load hits both alike)."""
-    bare, harness = [], []
+def naive_harness_run(task: Task) -> float:
+    """Seconds of the same steps judged the old way: the test command's exit code in the
+    agent's own workspace (what the bench did before held-out judging; fooled by cheats)."""
+    client = ScriptedModel([answer("不改了。")], name="answers-at-once").client()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as temp:
+        workspace = copy_repo(task, Path(temp) / "workspace")
+        before = coding.snapshot(workspace)
+        run_agent(client, task.prompt, bench_registry(workspace, task), model="answers-at-once",
+                  max_iters=DEFAULT_MAX_ITERS, system_prompt=BENCH_SYSTEM_PROMPT)
+        run_in_sandbox(task.test_command, workspace, timeout=task.timeout_s)
+        coding.workspace_diff(before, workspace)
+    return time.perf_counter() - started
+
+
+def paired_medians(tasks: list[Task], rounds: int) -> tuple[float, float, float]:
+    """Medians of the bare run, the naive harness and the harness, measured in turn on
+    every task (interleaved, so a change in the machine's load hits all alike)."""
+    bare, naive, harness = [], [], []
     for _ in range(rounds):
         for task in tasks:
             bare.append(bare_test_run(task))
+            naive.append(naive_harness_run(task))
             harness.append(harness_run(task))
-    return statistics.median(bare), statistics.median(harness)
+    return statistics.median(bare), statistics.median(naive), statistics.median(harness)
 
 
 class CountRuns:
@@ -166,12 +190,21 @@ class CountRuns:
 
 
 def runs_per_task(tasks: list[Task], cold: bool) -> tuple[float, float]:
-    """(agent's, judge's) sandboxed runs per task in a reference-mode suite run."""
+    """(agent's, judge's) sandboxed runs per task in a reference-mode suite run.
+
+    Cold: the suite copied without its test_ids.json files, with an empty disk cache
+    (an outside suite's first run).
+    """
     if cold:
-        with tempfile.TemporaryDirectory() as cache:
-            os.environ["XDG_CACHE_HOME"] = cache
+        with tempfile.TemporaryDirectory() as temp:
+            os.environ["XDG_CACHE_HOME"] = str(Path(temp) / "cache")
+            for task in tasks:
+                shutil.copytree(task.folder, Path(temp) / "suite" / task.name,
+                                symlinks=True, ignore=shutil.ignore_patterns(judge.SHIPPED_IDS))
+            copies, errors = load_suite(Path(temp) / "suite")
+            assert not errors, errors
             judge._cache.clear()
-            return runs_per_task(tasks, cold=False)
+            return runs_per_task(copies, cold=False)
     with CountRuns() as count:
         records = run_suite(tasks, reference_factory(tasks), workers=2)
     assert all(r.passed for r in records), "the reference run must pass"
@@ -205,7 +238,7 @@ def main() -> None:
     assert all(r.passed for r in records + parallel_records), "the reference run must pass"
     calls = sum(r.model_calls for r in records)
 
-    bare, harness = paired_medians(tasks, args.rounds)
+    bare, naive, harness = paired_medians(tasks, args.rounds)
 
     sandbox = "bubblewrap" if why_not_isolated() is None else f"NOT isolated: {why_not_isolated()}"
     mib = 1024 * 1024
@@ -220,9 +253,12 @@ def main() -> None:
         ("harness per task: copy+tools+held-out judging+diff (median)",
          f"{harness * 1000:.0f} ms"),
         ("ratio harness / bare test command", f"{harness / bare:.2f}x"),
-        ("test runs per reference task, warm cache (agent + judge)",
+        ("naive harness per task: judged in the agent's workspace (median)",
+         f"{naive * 1000:.0f} ms"),
+        ("ratio harness / naive harness (cost of held-out judging)", f"{harness / naive:.2f}x"),
+        ("test runs per reference task, shipped test ids (agent + judge)",
          f"{warm_agent + warm_judge:.2f} ({warm_agent:.2f} + {warm_judge:.2f})"),
-        ("test runs per reference task, cold cache (agent + judge)",
+        ("test runs per task, outside suite's first run (agent + judge)",
          f"{cold_agent + cold_judge:.2f} ({cold_agent:.2f} + {cold_judge:.2f})"),
         ("peak RSS self+children, serial", f"{serial_rss / mib:.0f} MiB"),
         (f"peak RSS self+children, {args.workers} workers", f"{parallel_rss / mib:.0f} MiB"),

@@ -426,20 +426,22 @@ def test_four_workers_give_the_same_records_as_one() -> None:
 
 
 def test_tasks_really_overlap() -> None:
-    """On 2 workers the two tasks' models are asked at the same time: each model waits at a
-    barrier that only opens when both are waiting (run one after the other, it breaks)."""
-    together = threading.Barrier(2, timeout=30)
+    """Two tasks on 2 workers wait for their models at the same time (the waits overlap)."""
+    waits: list[tuple[float, float]] = []
 
-    def meet(body):
-        together.wait()
+    def slow(body: dict):
+        started = time.monotonic()
+        time.sleep(0.5)
+        waits.append((started, time.monotonic()))
         return answer("好了")
 
-    def factory(task):
-        return ScriptedModel(meet, name="meets").client(), "meets"
+    def slow_factory(task):
+        return ScriptedModel(slow, name="slow").client(), "slow"
 
-    records = run_suite([BY_NAME[name] for name in TWO], factory, workers=2)
-    assert not together.broken
+    records = run_suite([BY_NAME[name] for name in TWO], slow_factory, workers=2)
     assert [r.model_calls for r in records] == [1, 1]
+    (first_start, first_end), (second_start, second_end) = sorted(waits)
+    assert second_start < first_end  # the second model call began before the first ended
 
 
 # --- the cassette under concurrent use -----------------------------------------------

@@ -67,6 +67,26 @@ def test_fails_as_shipped_and_passes_with_its_fix(task: Task):
     assert len(fixed.outcomes) >= 2 and all(map(fixed.passed, fixed.outcomes)), fixed.output
     assert fixed.outcomes.keys() == pristine.outcomes.keys(), "the fix must not add or drop tests"
     assert not pristine.timed_out and pristine.isolated
+    # the shipped FAIL_TO_PASS / PASS_TO_PASS are exactly what these two runs give
+    shipped = json.loads((task.folder / judge.SHIPPED_IDS).read_text(encoding="utf-8"))
+    assert shipped["task_hash"] == judge.task_hash(task), (
+        "the task changed: run python -m vibe_agent.course.judge")
+    ids = judge.ids_from_runs(task, pristine, fixed)
+    assert shipped["FAIL_TO_PASS"] == list(ids.fail_to_pass)
+    assert shipped["PASS_TO_PASS"] == list(ids.pass_to_pass)
+
+
+def test_a_stale_test_ids_file_is_not_believed(tmp_path: Path):
+    folder = tmp_path / "weather"
+    shutil.copytree(next(t for t in TASKS if t.name == "weather_fahrenheit").folder, folder)
+    with (folder / "repo" / "tests" / "test_units.py").open("a", encoding="utf-8") as tests:
+        tests.write("\n\ndef test_added_later():\n    assert True\n")
+    task = load_task(folder)
+    shipped = json.loads((folder / judge.SHIPPED_IDS).read_text(encoding="utf-8"))
+    assert shipped["task_hash"] != judge.task_hash(task)
+    ids = judge.test_ids(task)  # computed again, from two real runs
+    assert "tests/test_units.py::test_added_later" in ids.pass_to_pass
+    assert "tests/test_units.py::test_added_later" not in shipped["PASS_TO_PASS"]
 
 
 @pytest.mark.parametrize("task", by_name(TASKS))

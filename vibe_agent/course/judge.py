@@ -282,6 +282,7 @@ class TestIds:
     pass_to_pass: tuple[str, ...]
 
 
+SHIPPED_IDS = "test_ids.json"  # beside task.json: the lists as computed, with the task's hash
 _cache: dict[str, TestIds] = {}
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
@@ -294,12 +295,17 @@ def cache_dir() -> Path:
 
 
 def task_hash(task: Task) -> str:
-    """A hash of everything in the task folder that can change a verdict."""
+    """A hash of everything in the task folder that can change a verdict.
+
+    The shipped `test_ids.json` is left out: it records this hash.
+    """
     digest = hashlib.sha256(f"judge {JUDGE_VERSION}\n".encode())
     for folder, dirs, files in os.walk(task.folder):
         dirs[:] = sorted(d for d in dirs if d not in IGNORED)
         for name in sorted(files):
             full = Path(folder, name)
+            if full == task.folder / SHIPPED_IDS:
+                continue
             data = os.readlink(full).encode() if full.is_symlink() else full.read_bytes()
             digest.update(f"{full.relative_to(task.folder).as_posix()}\0{len(data)}\0".encode())
             digest.update(data)
@@ -307,7 +313,9 @@ def task_hash(task: Task) -> str:
 
 
 def test_ids(task: Task) -> TestIds:
-    """FAIL_TO_PASS and PASS_TO_PASS of a task, from the cache or from two real runs.
+    """FAIL_TO_PASS and PASS_TO_PASS of a task: from memory, from the task's own
+    `test_ids.json` (if made from exactly this task), from the disk cache, or from two
+    real runs (then cached).
 
     Raises:
         TaskError: no fix.patch; the fix makes no failing test pass; or it breaks a test
@@ -318,7 +326,9 @@ def test_ids(task: Task) -> TestIds:
         lock = _locks.setdefault(key, threading.Lock())
     with lock:
         if key not in _cache:
-            _cache[key] = _load_cached(key) or _compute(task, key)
+            _cache[key] = (_read_ids(task.folder / SHIPPED_IDS, key)
+                           or _read_ids(cache_dir() / f"{key}.json", key)
+                           or _compute(task, key))
         return _cache[key]
 
 
@@ -334,51 +344,70 @@ def test_runs(task: Task) -> tuple[TestRun, TestRun]:
     return pristine, fixed
 
 
-def _compute(task: Task, key: str) -> TestIds:
-    protected = sorted({edit.path for edit in fix_edits(task)} - source_files(task))
-    if protected:
-        raise TaskError(f"{task.fix_patch}：参考修复改了测试或 pytest 配置"
-                        f"（{', '.join(protected)}）。"
-                        "判定时这些文件总是用原样的，参考修复只能改源码。")
-    pristine, fixed = test_runs(task)
+def ids_from_runs(task: Task, pristine: TestRun, fixed: TestRun) -> TestIds:
+    """SWE-bench's lists from the pristine and the fixed run; TaskError if they are unusable."""
     for which, run in (("出厂的项目", pristine), ("应用参考修复后", fixed)):
         if run.timed_out or run.exit_code is None or run.exit_code < 0:  # nothing is cached
             raise TaskError(f"{task.folder / 'task.json'}：{which}，判定命令超过了 timeout_s "
                             f"或被终止（输出结尾：{run.output[-300:]!r}）。请加大 timeout_s，"
                             "或用 test_timeout_s 限制每个测试。")
     broken = sorted(t for t in pristine.outcomes if pristine.passed(t) and not fixed.passed(t))
+    if broken:
+        raise TaskError(f"{task.fix_patch}：参考修复让原本通过的测试失败了：{', '.join(broken)}。"
+                        "请修正 fix.patch 或测试。")
     ids = TestIds(tuple(sorted(t for t in fixed.outcomes if fixed.passed(t)
                                and not pristine.passed(t))),
                   tuple(sorted(t for t in pristine.outcomes if pristine.passed(t)
                                and fixed.passed(t))))
-    if broken:
-        raise TaskError(f"{task.fix_patch}：参考修复让原本通过的测试失败了：{', '.join(broken)}。"
-                        "请修正 fix.patch 或测试。")
     if not ids.fail_to_pass:
         raise TaskError(f"{task.fix_patch}：应用参考修复后，没有任何测试从失败变成通过"
                         f"（判定命令的输出结尾：{fixed.output[-300:]!r}）。")
-    _save_cached(key, ids)
     return ids
 
 
-def _load_cached(key: str) -> TestIds | None:
+def _compute(task: Task, key: str) -> TestIds:
+    protected = sorted({edit.path for edit in fix_edits(task)} - source_files(task))
+    if protected:
+        raise TaskError(f"{task.fix_patch}：参考修复改了测试或 pytest 配置"
+                        f"（{', '.join(protected)}）。"
+                        "判定时这些文件总是用原样的，参考修复只能改源码。")
+    ids = ids_from_runs(task, *test_runs(task))
+    _write_ids(cache_dir() / f"{key}.json", key, ids)
+    return ids
+
+
+def _read_ids(path: Path, key: str) -> TestIds | None:
+    """The lists in `path` if they were made from the task with hash `key`, else None."""
     try:
-        data = json.loads((cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data["task_hash"] != key:
+            return None  # made from another version of the task
         return TestIds(tuple(data["FAIL_TO_PASS"]), tuple(data["PASS_TO_PASS"]))
     except (OSError, ValueError, KeyError, TypeError):  # none yet, or unreadable: recompute
         return None
 
 
-def _save_cached(key: str, ids: TestIds) -> None:
-    folder = cache_dir()
+def _write_ids(path: Path, key: str, ids: TestIds) -> None:
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        temp = folder / f".{key}.{uuid.uuid4().hex[:8]}.tmp"
-        temp.write_text(json.dumps({"FAIL_TO_PASS": ids.fail_to_pass,
-                                    "PASS_TO_PASS": ids.pass_to_pass}), encoding="utf-8")
-        os.replace(temp, folder / f"{key}.json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        temp.write_text(json.dumps({"task_hash": key, "FAIL_TO_PASS": ids.fail_to_pass,
+                                    "PASS_TO_PASS": ids.pass_to_pass}, indent=1) + "\n",
+                        encoding="utf-8")
+        os.replace(temp, path)
     except OSError:  # a read-only home: the in-memory cache still saves the rerun
         pass
+
+
+def ship_test_ids(task: Task) -> TestIds:
+    """Compute a task's lists from two real runs and write them beside its task.json.
+
+    `python -m vibe_agent.course.judge [SUITE]` does it for every task of a suite.
+    """
+    key = task_hash(task)
+    ids = _compute(task, key)
+    _write_ids(task.folder / SHIPPED_IDS, key, ids)
+    return ids
 
 
 # --- the verdict ----------------------------------------------------------------------
@@ -406,3 +435,17 @@ def judge(task: Task, workspace: Path) -> Verdict:
     p2p = {test: run.passed(test) for test in ids.pass_to_pass}
     return Verdict(all(f2p.values()) and all(p2p.values()), f2p, p2p, discarded, run)
 
+
+
+if __name__ == "__main__":  # python -m vibe_agent.course.judge [SUITE]: refresh test_ids.json
+    import sys
+
+    from .tasks import load_suite
+
+    found, errors = load_suite(sys.argv[1] if len(sys.argv) > 1 else None)
+    for error in errors:
+        print(error, file=sys.stderr)
+    for each in found:
+        made = ship_test_ids(each)
+        print(f"{each.name}: {len(made.fail_to_pass)} FAIL_TO_PASS, "
+              f"{len(made.pass_to_pass)} PASS_TO_PASS")
