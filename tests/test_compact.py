@@ -23,8 +23,10 @@ from vibe_agent.compact import (
     reference_summarizer,
     split_rounds,
     summary_message,
+    transcript,
 )
 from vibe_agent.course.known_fix import known_fix_model
+from vibe_agent.course.local import LocalServerError, context_size
 from vibe_agent.course.scripted import (
     Reply,
     ScriptedModel,
@@ -380,6 +382,26 @@ def test_the_reference_summarizer_keeps_the_facts_and_says_it_is_scripted():
     later = reference_summarizer([summary_message(text, 6), {"role": "assistant",
                                                              "content": "next"}])
     assert "shop/a.py" in later and "1 failed, 2 passed" in later and "next" in later
+
+
+def test_a_long_transcript_keeps_its_start_and_end():
+    history = [{"role": "user", "content": "TASK " + "a" * 500},
+               *({"role": "assistant", "content": f"note {n} " + "b" * 200} for n in range(50)),
+               {"role": "assistant", "content": "LAST NOTE"}]
+    text = transcript(history, max_chars=2000)
+    assert len(text) < 2100 and text.startswith("USER: TASK") and text.endswith("LAST NOTE")
+    assert "characters cut here" in text
+
+
+@pytest.mark.parametrize(("value", "size"), [("", 8192), ("4096", 4096), (" 2048 ", 2048)])
+def test_the_local_window_comes_from_the_environment(value, size):
+    assert context_size({"VIBE_AGENT_LOCAL_CTX": value}) == size
+
+
+@pytest.mark.parametrize("value", ["x", "100", "-5", "99999", "4k"])
+def test_a_bad_local_window_is_refused(value):
+    with pytest.raises(LocalServerError, match="VIBE_AGENT_LOCAL_CTX"):
+        context_size({"VIBE_AGENT_LOCAL_CTX": value})
 
 
 # ---------------------------------------------------------------------------

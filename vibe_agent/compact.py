@@ -140,8 +140,10 @@ def compact(messages: list[Message], summarize: Summarizer, *,
 
 
 def transcript(messages: list[Message], max_chars: int = 12_000) -> str:
-    """Messages as plain text for a summariser (tool calls and results spelled out);
-    longer than `max_chars`, the oldest part is cut and the cut is said."""
+    """Messages as plain text for a summariser (tool calls and results spelled out).
+
+    Longer than `max_chars`, the middle is cut and the cut is said: the first quarter
+    (the task, when it is among them) and the newest part stay."""
     names: dict[str, str] = {}
     lines = []
     for m in messages:
@@ -156,7 +158,9 @@ def transcript(messages: list[Message], max_chars: int = 12_000) -> str:
             lines.append(f"{role} CALLS {function.get('name')}({function.get('arguments')})")
     text = "\n".join(lines)
     if len(text) > max_chars:
-        text = f"[{len(text) - max_chars} older characters cut]\n" + text[-max_chars:]
+        head = max_chars // 4
+        text = (f"{text[:head]}\n[... {len(text) - max_chars} characters cut here ...]\n"
+                f"{text[len(text) - (max_chars - head):]}")
     return text
 
 
@@ -194,7 +198,7 @@ def model_summarizer(client: openai.OpenAI, *, model: str, prompt: str = SUMMARY
         client: an `openai.OpenAI` client.
         model: the model that writes the summary.
         prompt: the system prompt: what a coding agent needs to go on.
-        max_chars: the longest transcript sent (the oldest part is cut beyond it).
+        max_chars: the longest transcript sent (its middle is cut beyond it).
         options: more request fields (e.g. max_tokens=300).
     """
     return ModelSummarizer(client, model, prompt, max_chars, options)
