@@ -377,7 +377,7 @@ def test_the_reference_summarizer_keeps_the_facts_and_says_it_is_scripted():
     text = reference_summarizer(history)
     assert "not written by an LLM" in text.splitlines()[0]
     for fact in ("do not touch tests/", "shop/a.py", "tests/test_receipt.py::test_ten_pens",
-                 "AssertionError: assert 'x' in 'y'", "'a > b' -> 'a >= b'", "1 failed, 2 passed"):
+                 "AssertionError: assert 'x' in 'y'", "- a > b / + a >= b", "1 failed, 2 passed"):
         assert fact in text, fact
     later = reference_summarizer([summary_message(text, 6), {"role": "assistant",
                                                              "content": "next"}])

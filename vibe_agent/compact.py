@@ -26,6 +26,7 @@ context is too long (then the round is retried once). Two summarisers: `model_su
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import re
 from collections.abc import Callable
@@ -262,24 +263,34 @@ def _note_call(name: str, arguments: dict[str, Any], add: Callable[[str, str], N
     elif name == "search_code":
         add("Searched for", str(arguments.get("pattern") or ""))
     elif name == "edit_file":
-        add("Files changed", f"{path}: {shorten(str(arguments.get('old')), 80)!r} -> "
-                             f"{shorten(str(arguments.get('new')), 80)!r}")
+        edit = changed_lines(str(arguments.get("old") or ""), str(arguments.get("new") or ""))
+        add("Files changed", f"{path}: {edit}")
     elif name == "write_file":
         add("Files changed", f"{path} (written whole)")
+
+
+def changed_lines(old: str, new: str) -> str:
+    """An edit as the lines it removed and added: '- a > b' '+ a >= b' (shortened)."""
+    diff = difflib.ndiff(old.splitlines(), new.splitlines())
+    lines = [line[:2] + line[2:].strip() for line in diff if line[:2] in ("- ", "+ ")]
+    return shorten(" / ".join(lines), 200) or "(no line changed)"
 
 
 _SUMMARY_LINE = re.compile(r"^=*\s*(\d+ (passed|failed|error)[^=]*?)\s*=*$", re.M)
 
 
 def _note_test_run(text: str, facts: dict[str, list[str]]) -> None:
-    """The newest test run replaces what an older one said."""
+    """The newest test run replaces what an older one said (a run_command result starts
+    with "exit code: N"; pytest's count line is there unless it runs with -qq)."""
+    code = re.match(r"exit code: (-?\d+)", text)
     result = _SUMMARY_LINE.findall(text)
-    if not result:
+    if not code and not result:
         return
-    facts["Last test result"] = [result[-1][0]]
+    said = [f"exit code {code.group(1)}"] if code else []
+    facts["Last test result"] = [", ".join(said + ([result[-1][0]] if result else []))]
     facts["Failing tests"] = re.findall(r"^FAILED (\S+)", text, re.M)[:5]
-    facts["Errors"] = [shorten(line[1:].strip(), 160)
-                       for line in re.findall(r"^E +.+$", text, re.M)[:3]]
+    errors = [shorten(line[1:].strip(), 160) for line in re.findall(r"^E +\S.*$", text, re.M)]
+    facts["Errors"] = errors[:3]
 
 
 # ---------------------------------------------------------------------------
