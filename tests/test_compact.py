@@ -274,6 +274,18 @@ def test_the_retry_happens_once_then_the_run_stops():
     assert [s.kind for s in last_round] == ["model", "compact", "model", "stop"]
 
 
+def test_a_failing_summary_request_ends_the_run_with_a_provider_error():
+    registry, script = reader(8, 600)
+    model = ScriptedModel(policy_from(script), context_window=800)
+    broken = model_summarizer(ScriptedModel([Reply(status=500, raw={"error": {
+        "message": "boom", "type": "server_error", "param": None, "code": None}})]).client(),
+        model="m")
+    result = run_agent(model.client(), "read", registry, model="m", max_iters=12,
+                       compaction=Compaction(broken, keep_last_rounds=1))
+    assert result.stop_reason is StopReason.PROVIDER_ERROR
+    assert result.message.startswith("压缩历史时摘要请求失败")
+
+
 def test_a_budget_compacts_before_the_window_is_reached():
     registry, script = reader(8, 600)
     model = ScriptedModel(policy_from(script), context_window=2000)

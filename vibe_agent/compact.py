@@ -36,7 +36,7 @@ from typing import Any
 
 import openai
 
-from .loop import Stop, StopReason
+from .loop import Stop, StopReason, provider_failure
 from .trace import TraceStep, shorten
 
 Message = dict[str, Any]
@@ -337,7 +337,7 @@ class Compaction:
     head_chars: int = 1_000
     events: list[CompactionEvent] = field(default_factory=list)
     offloaded: list[Path] = field(default_factory=list)
-    _last_prompt_tokens: int | None = None
+    _last_prompt_tokens: int | None = field(default=None, init=False, repr=False)
 
     def observe(self, step: TraceStep) -> None:
         """Every step the loop records: model steps bring the reported prompt tokens."""
@@ -379,7 +379,8 @@ class Compaction:
         try:
             compacted = compact(messages, summarize, keep_last_rounds=self.keep_last_rounds)
         except openai.APIError as exc:
-            raise Stop(StopReason.PROVIDER_ERROR, f"压缩历史时摘要请求失败：{exc}") from exc
+            raise Stop(StopReason.PROVIDER_ERROR,
+                       f"压缩历史时摘要请求失败：{provider_failure(exc)}") from exc
         summary = str(compacted[len(head_and_rounds(messages)[0])]["content"])
         step = TraceStep(round=round_no, kind="compact", decision=reason, result=summary)
         event = CompactionEvent(round_no, reason, len(seen[0]), self._last_prompt_tokens,
