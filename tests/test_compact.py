@@ -8,6 +8,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import openai
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,6 +28,7 @@ from vibe_agent.compact import (
 )
 from vibe_agent.course.known_fix import known_fix_model
 from vibe_agent.course.local import LocalServerError, context_size
+from vibe_agent.course.reference import reference_model
 from vibe_agent.course.scripted import (
     Reply,
     ScriptedModel,
@@ -194,6 +196,14 @@ def test_the_scripted_window_answers_like_openai():
     assert raised.value.body["code"] == "context_length_exceeded"
     assert is_context_overflow(raised.value)
     assert f"resulted in {prompt_tokens(body)} tokens" in raised.value.body["message"]
+
+
+def test_the_reference_model_takes_a_window_too():
+    client = reference_model(context_window=10).client()
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.chat.completions.create(model="m", messages=[
+            {"role": "user", "content": "17 × 23 等于多少？请一步一步算清楚再回答。"}])
+    assert is_context_overflow(raised.value)
 
 
 def test_the_scripted_window_reports_the_tokens_it_counts():
