@@ -344,6 +344,24 @@ def test_a_long_result_is_offloaded_and_readable(tmp_path):
     assert back.ok and "line 199: " in back.output
 
 
+@pytest.mark.parametrize("plant", ["link-to-folder", "file", "link-to-file"])
+def test_offloading_never_writes_through_a_planted_link(tmp_path, plant):
+    workspace, outside = tmp_path / "ws", tmp_path / "outside"
+    workspace.mkdir()
+    outside.mkdir()
+    if plant == "link-to-folder":
+        (workspace / OFFLOAD_DIR).symlink_to(outside)
+    elif plant == "file":
+        (workspace / OFFLOAD_DIR).write_text("not a folder", encoding="utf-8")
+    else:
+        (workspace / OFFLOAD_DIR).mkdir()
+        (workspace / OFFLOAD_DIR / "001_c1.txt").symlink_to(outside / "stolen.txt")
+    compaction = Compaction(reference_summarizer, workspace=workspace, offload_over=10)
+    kept = compaction.offload("c1", "x" * 100, "capped text")
+    assert kept == "capped text" and compaction.offloaded == []
+    assert list(outside.iterdir()) == []
+
+
 def test_lessons_before_11_see_no_change():
     """Without compaction the loop sends exactly the history, as before."""
     registry, script = reader(2, 100)

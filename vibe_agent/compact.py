@@ -406,17 +406,31 @@ class Compaction:
         loop) or, when offloading is on and the result is long, its head and a path."""
         if self.workspace is None or len(result) <= self.offload_over:
             return content
-        folder = Path(self.workspace) / OFFLOAD_DIR
-        folder.mkdir(parents=True, exist_ok=True)
-        safe = re.sub(r"[^A-Za-z0-9_-]", "_", call_id)[:40] or "call"
-        path = folder / f"{len(self.offloaded) + 1:03d}_{safe}.txt"
-        path.write_text(result, encoding="utf-8")
+        path = self._offload_file(call_id)
+        if path is None:  # the folder is not ours to write: keep the loop's capped text
+            return content
+        with path.open("x", encoding="utf-8") as file:  # "x": never through a planted link
+            file.write(result)
         self.offloaded.append(path)
         relative = f"{OFFLOAD_DIR}/{path.name}"
         return (f"{result[:self.head_chars]}\n\n[offloaded by the agent loop: this result has "
                 f"{len(result)} characters; the first {self.head_chars} are shown. The whole "
                 f"result is in the file {relative}: read it with read_file(path=\"{relative}\", "
                 "start_line=..., end_line=...)]")
+
+
+    def _offload_file(self, call_id: str) -> Path | None:
+        """A new file under the workspace's `.tool_results/`, or None when that folder is
+        a symbolic link or not a folder: the agent's commands can create either, and the
+        harness, which runs outside the sandbox, must not write where a link points."""
+        root = Path(self.workspace or ".").resolve()
+        folder = root / OFFLOAD_DIR
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            return None
+        folder.mkdir(exist_ok=True)
+        safe = re.sub(r"[^A-Za-z0-9_-]", "_", call_id)[:40] or "call"
+        path = folder / f"{len(self.offloaded) + 1:03d}_{safe}.txt"
+        return None if path.exists() or path.is_symlink() else path
 
 
 def _line(event: CompactionEvent) -> str:
