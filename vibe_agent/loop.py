@@ -34,6 +34,11 @@ provider would reject (empty, null, "a b") is sent back in a valid spelling
 The brakes have the names lesson 05 teaches: `is_repeat(previous_calls, name,
 arguments, limit)` and `ToolErrorBrake(limit).record(ok)`. `find_cycle` adds the
 ping-pong between two or three calls (A, B, A, B), which is spinning too.
+
+Lesson 11's `compaction` hook (`vibe_agent.compact`, off by default) acts at step 1:
+past a token budget, or when the provider answers that the context is too long (then
+the round is retried once), the middle of the history becomes a summary. Without it,
+an over-long context ends the run with its own stop reason, CONTEXT_TOO_LONG.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 import openai
@@ -61,6 +66,9 @@ from openai.types.completion_usage import CompletionUsage
 from . import stream as streaming
 from .registry import ToolRegistry
 from .trace import Trace, TraceStep, current_step, shorten
+
+if TYPE_CHECKING:
+    from .compact import Compaction
 
 DEFAULT_SYSTEM_PROMPT = (
     "你是一个会使用工具的助手。\n"
@@ -82,6 +90,7 @@ class StopReason(StrEnum):
     CYCLE = "cycle"  # brake: the same 2 or 3 calls going round twice (A, B, A, B)
     TOOL_ERRORS = "tool_errors"  # brake: tools kept failing
     PROVIDER_ERROR = "provider_error"  # the model service failed or sent an unusable reply
+    CONTEXT_TOO_LONG = "context_too_long"  # the history no longer fits the model's window
 
 
 class Stop(Exception):
@@ -321,6 +330,24 @@ def provider_failure(exc: Exception) -> str:
 HTML_PAGE = "模型服务返回了一个 HTML 网页而不是 JSON：OPENAI_BASE_URL 很可能少了结尾的 /v1。"
 
 
+def is_context_overflow(exc: Exception) -> bool:
+    """True when the provider says the prompt does not fit its context window: OpenAI's
+    HTTP 400 with code "context_length_exceeded", or llama.cpp's "exceed_context_size_error"."""
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code != 400:
+        return False
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error", body)
+    return isinstance(error, dict) and (error.get("code") == "context_length_exceeded"
+                                        or error.get("type") == "exceed_context_size_error")
+
+
+def too_long(exc: Exception) -> Stop:
+    """The stop for a context overflow: its own reason and one line saying what to do."""
+    said = provider_failure(exc).removeprefix("模型服务返回 ")
+    return Stop(StopReason.CONTEXT_TOO_LONG,
+                f"历史太长，超出了模型的上下文窗口（{said}）：需要压缩历史，或换窗口更大的模型。")
+
+
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -410,7 +437,8 @@ def ask_model(client: openai.OpenAI, round_no: int, record: Callable[[TraceStep]
             response = streamed_reply(response, on_text)
         message = read_reply(response, step)
     except (openai.APIError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        failure = Stop(StopReason.PROVIDER_ERROR, provider_failure(exc))
+        failure = too_long(exc) if is_context_overflow(exc) else Stop(
+            StopReason.PROVIDER_ERROR, provider_failure(exc))
     except Stop as unusable:
         failure = unusable
     step.elapsed_ms = (time.perf_counter() - started) * 1000
@@ -516,7 +544,7 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
               prepare: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
               stream: bool = False, on_text: Callable[[str], None] | None = None,
               messages: list[dict[str, Any]] | None = None, tool_workers: int = 1,
-              **request_options: Any) -> AgentResult:
+              compaction: Compaction | None = None, **request_options: Any) -> AgentResult:
     """Run the agent loop on one question (the brakes are described at the top of the file).
 
     Args:
@@ -544,6 +572,8 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
             after another). The spinning brakes decide on every call, in the reply's
             order, before any runs; the tool-error brake counts the results in that order
             once they are all in, so it stops the run after them, not between them.
+        compaction: replaces the middle of the history by a summary when it grows too long,
+            and may offload long tool results (`vibe_agent.compact`; None: off).
         request_options: more fields for `chat.completions.create` (e.g. max_tokens).
     """
     if tool_workers < 1:
@@ -562,8 +592,13 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
 
     def record(step: TraceStep) -> None:
         trace.append(step)
+        if compaction:
+            compaction.observe(step)
         if on_step:
             on_step(step)
+
+    def sent() -> list[dict[str, Any]]:
+        return prepare(messages) if prepare else messages
 
     def finish(reason: StopReason, message: str, answer: str | None = None) -> AgentResult:
         record(TraceStep(round=round_no, kind="stop", decision=reason.value, content=message))
@@ -572,8 +607,14 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
     try:
         for round_no in range(1, max_iters + 1):
             # 1. call the model with the whole history (or what `prepare` makes of it)
-            sent = prepare(messages) if prepare else messages
-            reply = ask_model(client, round_no, record, on_text, messages=sent, **request)
+            if compaction:  # over its budget, the middle of the history becomes a summary
+                compaction.check(messages, round_no, record)
+            try:
+                reply = ask_model(client, round_no, record, on_text, messages=sent(), **request)
+            except Stop as failed:  # too long for the window: compact, retry the round once
+                if not (compaction and compaction.overflowed(failed, messages, round_no, record)):
+                    raise
+                reply = ask_model(client, round_no, record, on_text, messages=sent(), **request)
             # 2. the assistant message goes back verbatim; no tool_calls: the only normal exit
             messages.append(assistant_message(reply))
             if not reply.tool_calls:
@@ -598,8 +639,11 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
                                     f"{errors.failures_in_a_row} 次（最后一次是 "
                                     f"{shorten(step.tool, 60)}），已停止。")
                 for step in batch:  # in the reply's order, each paired with its own id
-                    messages.append({"role": "tool", "tool_call_id": clean_text(step.tool_call_id),
-                                     "content": capped(step.result or "", max_result_chars)})
+                    call_id = clean_text(step.tool_call_id or "")
+                    content = capped(step.result or "", max_result_chars)
+                    if compaction:  # a long result may go to a file, the history keeps its head
+                        content = compaction.offload(call_id, step.result or "", content)
+                    messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
                     record(step)
             if stop:  # 4. every call is answered: now a brake may end the run
                 raise stop

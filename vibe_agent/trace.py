@@ -7,6 +7,7 @@ step and read it afterwards. There are three kinds of step:
            error when the provider failed), tokens, which model answered
     tool   one tool execution: name, arguments, result, error, time
     stop   why the run ended (answered, a brake, a provider error)
+    compact  the history was compacted (lesson 11): tokens before → after, the summary
 
 Steps are plain dataclasses, so a trace turns into JSON for saving and into text
 for a terminal or a notebook. The token counts live only here: `AgentResult.usage`
@@ -21,7 +22,7 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-StepKind = Literal["model", "tool", "stop"]
+StepKind = Literal["model", "tool", "stop", "compact"]
 
 
 @dataclass

@@ -6,13 +6,16 @@ reading only what the request holds (the history decides the next step):
 
     1. run the task's test command          -> reads the output (passing already: stop)
     2. search for the function the fix changes (named in the patch's hunk header)
-    3. read every file the fix touches
+    3. read every file the fix touches (a task's `explore` list first, one file a
+       round: the path from the failing test to the bug, for the long tasks)
     4. one edit_file call per hunk of the known fix (exact old/new text)
     5. run the tests again
     6. answer: what it changed, and that the tests decide whether it worked
 
-It proves that the harness, the tools and the loop work end to end; it proves nothing
-about any model's ability. Every place a learner sees its output says so.
+The next step is the one after the plan step the history's last assistant message
+made, so a compacted history (lesson 11) goes on where it was. It proves that the
+harness, the tools and the loop work end to end; it proves nothing about any model's
+ability. Every place a learner sees its output says so.
 """
 
 from __future__ import annotations
@@ -43,8 +46,13 @@ def known_fix_plan(task: Task) -> list[Reply]:
     if name is not None:
         plan.append(calls(call("search_code", {"pattern": name}),
                           content=f"搜一搜 {name} 在哪里定义、在哪里用到。"))
-    plan.append(calls(*(call("read_file", {"path": path}) for path in touched),
-                      content="读一读相关的文件。"))
+    explore = [str(path) for path in task.metadata.get("explore") or []]
+    plan.extend(calls(call("read_file", {"path": path}), content=f"读一读 {path}。")
+                for path in explore)
+    unread = [path for path in touched if path not in explore]
+    if unread:
+        plan.append(calls(*(call("read_file", {"path": path}) for path in unread),
+                          content="读一读相关的文件。"))
     plan.extend(calls(_edit_call(edit), content=f"修改 {edit.path}。") for edit in edits)
     plan.append(calls(call("run_command", {"command": task.test_command}),
                       content="再运行一次测试。"))
@@ -114,18 +122,26 @@ def known_fix_policy(tasks: Iterable[Task]) -> Policy:
             return answer("参考模型只会重放课程任务自带的已知修复；这个问题不是其中之一，"
                           "我不知道该怎么改。")
         results = results_this_turn(body)
-        if len(results) == 1 and _passed(results[0][1]):  # nothing to fix
-            return answer("测试本来就全部通过，没有需要修的地方。（脚本参考模型，不是 LLM）")
         plan = known_fix_plan(task)
-        return plan[min(_rounds_done(body), len(plan) - 1)]
+        done = _steps_done(body, plan)
+        if done == 1 and results and _passed(results[-1][1]):  # nothing to fix
+            return answer("测试本来就全部通过，没有需要修的地方。（脚本参考模型，不是 LLM）")
+        return plan[min(done, len(plan) - 1)]
 
     return policy
 
 
-def known_fix_model(tasks: Task | Iterable[Task]) -> ScriptedModel:
-    """A scripted model (labelled `scripted-known-fix`) that replays the tasks' fixes."""
+def known_fix_model(tasks: Task | Iterable[Task], *,
+                    context_window: int | None = None) -> ScriptedModel:
+    """A scripted model (labelled `scripted-known-fix`) that replays the tasks' fixes.
+
+    Args:
+        tasks: the tasks it knows.
+        context_window: a window in tokens it enforces as OpenAI does (None: none).
+    """
     tasks = [tasks] if isinstance(tasks, Task) else list(tasks)
-    return ScriptedModel(known_fix_policy(tasks), name=KNOWN_FIX_MODEL_NAME)
+    return ScriptedModel(known_fix_policy(tasks), name=KNOWN_FIX_MODEL_NAME,
+                         context_window=context_window)
 
 
 def _offered(body: dict[str, Any]) -> list[str]:
@@ -141,6 +157,24 @@ def _rounds_done(body: dict[str, Any]) -> int:
     """How many assistant turns with tool calls the history already holds."""
     return sum(1 for m in body.get("messages", [])
                if m.get("role") == "assistant" and m.get("tool_calls"))
+
+
+def _steps_done(body: dict[str, Any], plan: list[Reply]) -> int:
+    """How many plan steps are done: one past the step the last assistant message with
+    tool calls made (a compacted history has fewer messages than steps); the count of
+    such messages when none matches (or when that count already agrees)."""
+    count = _rounds_done(body)
+    made = [m for m in body.get("messages", []) if m.get("role") == "assistant"
+            and m.get("tool_calls")]
+    if not made:
+        return 0
+    last = (made[-1].get("content"), [(tc["function"]["name"], tc["function"]["arguments"])
+                                      for tc in made[-1]["tool_calls"]])
+    steps = [(step.content, [(spec.name, spec.arguments) for spec in step.tool_calls])
+             for step in plan]
+    if count <= len(steps) and steps[count - 1] == last:
+        return count
+    return next((i + 1 for i in range(len(steps) - 1, -1, -1) if steps[i] == last), count)
 
 
 def _passed(run_command_result: str) -> bool:

@@ -247,6 +247,20 @@ _shared: LocalServer | None = None
 _shared_lock = threading.Lock()
 
 
+def context_size(env: dict[str, str] | None = None) -> int:
+    """The shared server's context window: VIBE_AGENT_LOCAL_CTX (tokens), else 8192.
+
+    Lesson 11 sets a small one so that llama.cpp's own "context too long" error shows.
+    """
+    text = (os.environ if env is None else env).get("VIBE_AGENT_LOCAL_CTX", "").strip()
+    if not text:
+        return 8192
+    if not text.isdigit() or not 256 <= int(text) <= 32768:
+        raise LocalServerError(f"VIBE_AGENT_LOCAL_CTX={text!r} 不对：要一个 256 到 32768 之间的整数"
+                               "（上下文窗口的 tokens 数）。")
+    return int(text)
+
+
 def shared_server() -> LocalServer:
     """One local server for the whole process, started on first use.
 
@@ -256,7 +270,7 @@ def shared_server() -> LocalServer:
     global _shared
     with _shared_lock:
         if _shared is None or not _shared.running:
-            _shared = LocalServer().start()
+            _shared = LocalServer(n_ctx=context_size()).start()
             atexit.register(_shared.close)
         return _shared
 

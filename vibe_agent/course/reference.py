@@ -281,10 +281,13 @@ def reference_policy(body: dict[str, Any]) -> Reply:
     return _native_reply(body, prompt)
 
 
-def reference_model(*, max_requests: int | None = None) -> ScriptedModel:
+def reference_model(*, max_requests: int | None = None,
+                    context_window: int | None = None) -> ScriptedModel:
     """The scripted reference model: takes the ideal path, states it is scripted.
 
     Args:
         max_requests: the request cap (None: no cap).
+        context_window: a window in tokens it enforces as OpenAI does (None: none).
     """
-    return ScriptedModel(reference_policy, name=REFERENCE_MODEL_NAME, max_requests=max_requests)
+    return ScriptedModel(reference_policy, name=REFERENCE_MODEL_NAME, max_requests=max_requests,
+                         context_window=context_window)

@@ -18,16 +18,21 @@ Scripts come in two shapes:
 instead of being answered, so a loop that never stops cannot hang a notebook or a
 checker. `misbehaving(name)` builds the models the brakes lesson needs; the
 reference model (the ideal path on the course's tasks) lives in `reference.py`.
-Scripted models report no `usage` unless a reply carries one: they have no
-tokenizer, and we do not invent token counts.
+Scripted models report no `usage` unless a reply carries one, or unless they are
+given a context window (`context_window=N`): then they count tokens with a real
+tokenizer (OpenAI's o200k_base, from the `bpe-openai` package), report that count as
+`usage`, and answer a prompt longer than the window exactly as OpenAI does (HTTP 400,
+code "context_length_exceeded"). We never invent token counts.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
 import httpx2
@@ -95,10 +100,12 @@ ERROR_KINDS: dict[int, tuple[str, str | None]] = {
 }
 
 
-def error_body(status: int, message: str, param: str | None = None) -> dict[str, Any]:
+def error_body(status: int, message: str, param: str | None = None,
+               code: str | None = None) -> dict[str, Any]:
     """An error body in OpenAI's shape: {"error": {message, type, param, code}}."""
-    kind, code = ERROR_KINDS.get(status, ("api_error", None))
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+    kind, default_code = ERROR_KINDS.get(status, ("api_error", None))
+    return {"error": {"message": message, "type": kind, "param": param,
+                      "code": code or default_code}}
 
 
 def http_error(status: int, message: str = "scripted failure") -> Reply:
@@ -128,15 +135,19 @@ class ScriptedModel(httpx2.BaseTransport):
             servers that accept such a history do (llama.cpp does).
         interleave_calls: a streamed reply sends its tool calls' deltas taking turns
             (`sse.chunks_of`); the default sends one call after the other.
+        context_window: the most prompt tokens a request may have (see `prompt_tokens`);
+            a longer one gets OpenAI's HTTP 400 "context_length_exceeded". Set, every
+            response also reports its counted `usage`. None: no window, no usage.
     """
 
     def __init__(self, script: Sequence[Reply] | Policy, *, name: str = "scripted",
                  max_requests: int | None = None, check_history: bool = True,
-                 interleave_calls: bool = False) -> None:
+                 interleave_calls: bool = False, context_window: int | None = None) -> None:
         self.name = name
         self.interleave_calls = interleave_calls
         self.max_requests = max_requests
         self.check_history = check_history
+        self.context_window = context_window
         self._policy = script if callable(script) else None
         self._replies = [] if callable(script) else list(script)
         self.requests: list[dict[str, Any]] = []
@@ -174,9 +185,17 @@ class ScriptedModel(httpx2.BaseTransport):
         problem = protocol_error(body) if self.check_history else None
         if problem:  # what OpenAI answers to a broken history
             return httpx2.Response(400, json=error_body(400, problem, param="messages"))
+        prompt = prompt_tokens(body) if self.context_window is not None else None
+        if prompt is not None and prompt > self.context_window:  # OpenAI's words and code
+            return httpx2.Response(400, json=error_body(
+                400, f"This model's maximum context length is {self.context_window} tokens. "
+                     f"However, your messages resulted in {prompt} tokens. Please reduce the "
+                     "length of the messages.", param="messages", code="context_length_exceeded"))
         reply = self._next_reply(body)
         if reply.raw is not None:
             return httpx2.Response(reply.status, json=reply.raw)
+        if prompt is not None and reply.usage is None:
+            reply = replace(reply, usage=usage_of(prompt, completion_tokens(reply)))
         completion = self.completion(body["model"], reply)
         if body.get("stream") and reply.status == 200:  # served as a provider streams it
             chunks = chunks_of(completion, include_usage=wants_usage(body),
@@ -218,6 +237,45 @@ class ScriptedModel(httpx2.BaseTransport):
         if reply.usage is not None:
             body["usage"] = reply.usage
         return body
+
+
+@cache
+def _encoding() -> Any:
+    with warnings.catch_warnings():  # bpe-openai 0.1.4 reads its data with a deprecated call
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from bpe_openai import get_encoding  # imported on first use (it loads its data)
+
+        encoding = get_encoding("o200k_base")
+        encoding.encode("warm up: the data is read on the first call")
+    return encoding
+
+
+def count_tokens(text: str) -> int:
+    """How many o200k_base tokens (GPT-4o's tokenizer) `text` has: a real tokenizer."""
+    return len(_encoding().encode(text, disallowed_special=()))
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """A request's prompt tokens as a scripted model with a window counts them.
+
+    The tokens of each message's role, content, tool calls and tool_call_id, plus
+    those of the tool schemas as compact JSON. A real tokenizer, but not the exact
+    count OpenAI would report (it adds a few tokens per message and formats tools its
+    own way); the window and `usage` use this same count, so they agree.
+    """
+    parts = [json.dumps(body.get("tools") or [], ensure_ascii=False, separators=(",", ":"))]
+    for m in body.get("messages") or []:
+        parts += [str(m.get("role") or ""), str(m.get("content") or ""),
+                  str(m.get("tool_call_id") or "")]
+        parts += [f"{tc['function']['name']}({tc['function']['arguments']})"
+                  for tc in m.get("tool_calls") or []]
+    return sum(count_tokens(part) for part in parts)
+
+
+def completion_tokens(reply: Reply) -> int:
+    """A reply's tokens, counted like `prompt_tokens`."""
+    return count_tokens(reply.content or "") + sum(
+        count_tokens(f"{spec.name}({spec.arguments})") for spec in reply.tool_calls)
 
 
 def protocol_error(body: dict[str, Any]) -> str | None:

@@ -23,7 +23,7 @@ import ipywidgets as widgets
 
 from ..trace import Trace, TraceStep
 
-_KIND = {"model": "模型", "tool": "工具", "stop": "结束"}
+_KIND = {"model": "模型", "tool": "工具", "stop": "结束", "compact": "压缩"}
 
 
 def _row(label: str, value: Any) -> str:
