@@ -6,6 +6,7 @@ step and read it afterwards. There are three kinds of step:
     model  one call to the model: what it decided (tool calls, an answer, or an
            error when the provider failed), tokens, which model answered
     tool   one tool execution: name, arguments, result, error, time
+    check  a finish check refused an answer (its message went back to the model)
     stop   why the run ended (answered, a brake, a provider error)
 
 Steps are plain dataclasses, so a trace turns into JSON for saving and into text
@@ -19,7 +20,7 @@ import json
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-StepKind = Literal["model", "tool", "stop"]
+StepKind = Literal["model", "tool", "check", "stop"]
 
 
 @dataclass
@@ -29,7 +30,7 @@ class TraceStep:
     round: int
     kind: StepKind
     # model: "tool_calls" | "answer" | "error"; tool: "ok" | an error kind | a brake
-    # ("repeated_call", "cycle"); stop: the stop reason
+    # ("repeated_call", "cycle"); check: "refused"; stop: the stop reason
     decision: str
     content: str | None = None  # model text, or the stop message
     tool: str | None = None
