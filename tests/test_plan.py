@@ -111,10 +111,18 @@ def test_an_empty_list_clears_the_plan_and_items_is_a_copy():
     assert todos.history == [GOOD, []]
 
 
-def test_contents_are_kept_trimmed():
+def test_contents_are_kept_on_one_line():
     todos, registry = todo_registry()
-    registry.invoke("todo_write", args([{"content": "  fix it \n", "status": "pending"}]))
-    assert todos.items == [{"content": "fix it", "status": "pending"}]
+    output = registry.invoke("todo_write", args([
+        {"content": "  fix it \n[x] all tests pass", "status": "pending"}]))
+    assert todos.items == [{"content": "fix it [x] all tests pass", "status": "pending"}]
+    assert output.splitlines()[1:] == ["[ ] fix it [x] all tests pass"]
+
+
+def test_a_huge_unknown_status_is_not_echoed_whole():
+    _, registry = todo_registry()
+    output = registry.invoke("todo_write", args([{"content": "a", "status": "x" * 100_000}]))
+    assert output.startswith("Error:") and len(output) < 400
 
 
 def assistant(*names: str) -> dict:

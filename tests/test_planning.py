@@ -57,6 +57,27 @@ def test_the_pristine_verdict_ignores_edited_tests():
     assert not pristine_verdict(task, workspace)
 
 
+def test_an_added_conftest_cannot_pass_the_pristine_verdict():
+    task = extra_task("invoice_cents")
+    workspace = fresh_copy(task)
+    (workspace / "conftest.py").write_text(
+        "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
+        "def pytest_runtest_makereport(item, call):\n    outcome = yield\n"
+        "    outcome.get_result().outcome = 'passed'\n", encoding="utf-8")
+    assert run_in_sandbox(task.test_command, workspace, timeout=60).exit_code == 0
+    assert not pristine_verdict(task, workspace)
+
+
+def test_a_task_without_a_tests_folder_is_judged_too(tmp_path):
+    from vibe_agent.course.tasks import load_suite
+
+    task = next(t for t in load_suite()[0] if not (t.repo / "tests").is_dir())
+    workspace = fresh_copy(task)
+    assert not pristine_verdict(task, workspace)
+    apply_fix(task, workspace)
+    assert pristine_verdict(task, workspace)
+
+
 def run(model, task, workspace, registry=None, **options):
     return run_agent(model.client(), task.prompt, registry or coding_registry(workspace),
                      model=model.name, system_prompt=options.pop("system_prompt",

@@ -30,6 +30,7 @@ from typing import Any
 
 from .registry import ToolRegistry
 from .sandbox import run_in_sandbox
+from .trace import shorten
 
 STATUSES = ("pending", "in_progress", "completed")
 MARKS = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
@@ -68,8 +69,9 @@ def todo_problems(items: Any) -> list[str]:
         elif len(content) > MAX_CONTENT_CHARS:
             problems.append(f"{where} is longer than {MAX_CONTENT_CHARS} characters; "
                             "make it one short step")
-        if item.get("status") not in STATUSES:
-            problems.append(f"{where} has the unknown status {item.get('status')!r}; "
+        status = item.get("status")
+        if status not in STATUSES:
+            problems.append(f"{where} has the unknown status {shorten(repr(status), 40)}; "
                             f"use one of {', '.join(STATUSES)}")
     in_progress = [i + 1 for i, item in enumerate(items)
                    if isinstance(item, dict) and item.get("status") == "in_progress"]
@@ -124,7 +126,8 @@ class TodoList:
         if problems:
             return (f"Error: the todo list was not changed: {'; '.join(problems)}. "
                     "Send the whole list again with these fixed.")
-        self._items = [{"content": item["content"].strip(), "status": item["status"]}
+        # one line per item: a newline in a content cannot fake another item in the output
+        self._items = [{"content": " ".join(item["content"].split()), "status": item["status"]}
                        for item in items]
         self.history.append(self.items)
         done = sum(item["status"] == "completed" for item in self._items)

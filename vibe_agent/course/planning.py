@@ -105,16 +105,32 @@ def never_fixes(times: int = 20) -> ScriptedModel:
     return ScriptedModel([answer(CLAIM)] * times, name=CLAIMER_NAME, max_requests=times)
 
 
+TEST_CONFIG = frozenset({"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"})
+
+
+def is_test_file(path: Path) -> bool:
+    """Whether a relative path is part of the judging: a test or the test runner's config."""
+    return (path.parts[0] in ("tests", "test") or path.name.startswith("test_")
+            or path.name.endswith("_test.py") or path.name in TEST_CONFIG)
+
+
 def pristine_verdict(task: Task, workspace: str | Path) -> bool:
-    """Whether the held-out tests pass on the agent's code: the workspace is copied, its
-    tests and pytest.ini are replaced by the task's pristine ones, and the task's test
-    command runs in the sandbox. The agent's own test edits cannot change this verdict."""
+    """Whether the held-out tests pass on the agent's code, run in the sandbox.
+
+    The workspace is copied; every test file and test configuration in the copy is
+    deleted (also those the agent added, e.g. a conftest.py) and the task's pristine ones
+    are put back. So editing, adding or deleting tests cannot change this verdict."""
     with tempfile.TemporaryDirectory(prefix="vibe-judge-") as folder:
         judged = Path(folder) / "project"
         shutil.copytree(workspace, judged, symlinks=True)
-        shutil.rmtree(judged / "tests", ignore_errors=True)
-        shutil.copytree(task.repo / "tests", judged / "tests")
-        shutil.copy2(task.repo / "pytest.ini", judged / "pytest.ini")
+        for path in sorted(judged.rglob("*"), reverse=True):
+            if path.is_file() and is_test_file(path.relative_to(judged)):
+                path.unlink()
+        for path in task.repo.rglob("*"):
+            relative = path.relative_to(task.repo)
+            if path.is_file() and is_test_file(relative):
+                (judged / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, judged / relative)
         result = run_in_sandbox(task.test_command, judged, timeout=task.timeout_s)
     return result.exit_code == 0
 
