@@ -104,14 +104,23 @@ def todo_text(body: dict) -> str:
     return "\n".join(parts)
 
 
-def todo_tokens(task: Task, count) -> tuple[list[int], int]:
-    """Tokens the todo list adds to each request of the planner's run, and the schema's."""
+def all_text(body: dict) -> str:
+    """Every message text and call argument of one request, and its tool schemas."""
+    parts = [str(m.get("content") or "") for m in body["messages"]]
+    parts += [c["function"]["arguments"] for m in body["messages"] for c in m.get("tool_calls")
+              or []]
+    return "\n".join([*parts, json.dumps(body.get("tools", []), ensure_ascii=False)])
+
+
+def todo_tokens(task: Task, count) -> tuple[list[int], int, int]:
+    """Tokens the todo list adds to each request of the planner's run, the schema's, and
+    the whole last request's (messages and schemas)."""
     workspace = fresh_copy(task)
     model = planner_model(task)
     run(model, task, TodoList().register(coding_registry(workspace)), workspace)
     schema = json.dumps(TodoList().register(ToolRegistry()).to_schemas(), ensure_ascii=False)
-    return [count(todo_text(body)) if todo_text(body) else 0 for body in model.requests], \
-        count(schema)
+    return ([count(todo_text(body)) if todo_text(body) else 0 for body in model.requests],
+            count(schema), count(all_text(model.requests[-1])))
 
 
 def median_of(rows: list[dict[str, tuple[int, bool]]], key: str) -> tuple[float, int]:
@@ -122,6 +131,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="task names (default: the whole suite)")
     parser.add_argument("--no-tokens", action="store_true", help="skip the tokenizer part")
+    parser.add_argument("--tokens-only", action="store_true", help="only the tokenizer part")
     args = parser.parse_args()
     tasks, errors = load_suite()
     if errors:
@@ -129,6 +139,13 @@ def main() -> None:
     tasks = [t for t in tasks if not args.only or t.name in args.only]
     print(f"{len(tasks)} tasks; scripted models (not LLMs); verdicts by the pristine tests")
 
+    if not args.tokens_only:
+        rounds(tasks)
+    if not args.no_tokens:
+        tokens(tasks)
+
+
+def rounds(tasks: list[Task]) -> None:
     finish = [finish_check_rows(task) for task in tasks]
     print("\n1. finish check: median model calls per task, tasks passed")
     for key in finish[0]:
@@ -146,20 +163,24 @@ def main() -> None:
     ratio = statistics.median(r["notes"][0] / r["no notes"][0] for r in memory)
     print(f"  with / without notes: median ratio of calls {ratio:.2f}")
 
-    if args.no_tokens:
-        return
+
+
+def tokens(tasks: list[Task]) -> None:
     count, tokenizer_name = tokenizer()
     per_task = [todo_tokens(task, count) for task in tasks]
     print(f"\n3. tokens a todo list adds per round ({tokenizer_name}'s tokenizer, /tokenize)")
     schema = per_task[0][1]
-    last = [rounds[-1] for rounds, _ in per_task]
-    mean_added = [statistics.mean(rounds) for rounds, _ in per_task]
+    last = [added[-1] for added, _, _ in per_task]
+    mean_added = [statistics.mean(added) for added, _, _ in per_task]
+    share = [added[-1] / whole for added, _, whole in per_task]
     print(f"  todo_write's schema, sent every round: {schema} tokens")
     print(f"  list in the history, last round: median {statistics.median(last)} tokens "
           f"(min {min(last)}, max {max(last)})")
+    print(f"  share of the last request (all messages and schemas): median "
+          f"{statistics.median(share):.0%}")
     print(f"  list in the history, mean over a run's rounds: median "
           f"{statistics.median(mean_added):.0f} tokens per round")
-    total = [sum(rounds) + schema * len(rounds) for rounds, _ in per_task]
+    total = [sum(added) + schema * len(added) for added, _, _ in per_task]
     print(f"  all rounds of a run together (history + schema): median "
           f"{statistics.median(total):.0f} tokens")
     note_prompt = coding_system_prompt(tasks[0].repo, _one_note())
