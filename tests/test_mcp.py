@@ -271,7 +271,7 @@ def test_ask_without_a_person_refuses(monkeypatch):
     with mcp_registry(TEST_SERVER, name="t") as registry:  # the default prefix list
         result = registry.call("mcp__t__delete_note", '{"note_id": 1}')
         plain = registry.call("mcp__t__add", '{"a": 1, "b": 1}')
-    assert result.error_kind == "tool_error" and "没有人可以回答" in result.output
+    assert result.error_kind == "tool_error" and "nobody can answer" in result.output
     assert plain.output == "2"
 
 

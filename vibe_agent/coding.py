@@ -86,6 +86,19 @@ _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK  # NONBLOCK: a FIFO must not
 # runs: C0/C1 controls (carriage return, ANSI escapes ...) and bidirectional overrides.
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
+# Lesson 09's rules for a bug-fixing agent (`vibe_agent.memory.coding_system_prompt` adds
+# the project's AGENTS.md and the agent's notes after them).
+CODING_SYSTEM_PROMPT = (
+    "你是一个修 bug 的编程助手，在一个项目文件夹（工作区）里工作。\n"
+    "- 只能用工具读写文件、运行命令；路径都相对工作区根目录，例如 sales/report.py。\n"
+    "- 先运行测试 `python -m pytest -q`，看清哪些测试失败、错在哪里。\n"
+    "- 动手前先找、先读：用 search_code 找相关的函数，用 read_file 读它的上下文，不要凭猜测改。\n"
+    "- 用 edit_file 做最小的修改：old 要从文件里逐字复制（连同缩进），只改修 bug 需要的地方。\n"
+    "- 不许修改或删除测试来让它们通过。\n"
+    "- 改完再运行一次测试：测试通过才算修好。\n"
+    "- 最后的回答说明改了哪个文件、为什么；测试没有通过就如实说，不要声称已经修好。"
+)
+
 
 class WorkspaceError(Exception):
     """A request the tools refuse; the message is what the model reads after "Error: "."""

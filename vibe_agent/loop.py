@@ -6,6 +6,9 @@
                                                         reply ends the run
         append the assistant message, tool_calls verbatim
         if reply has no tool_calls:
+            if a finish check refuses it:            <- optional (lesson 12): its message
+                append it as a user message             goes back, bounded by max_refusals
+                next round
             return its content                       <- the ONLY normal exit
         for each tool_call:
             if a brake tripped earlier in this reply:
@@ -91,6 +94,7 @@ class StopReason(StrEnum):
     TOOL_ERRORS = "tool_errors"  # brake: tools kept failing
     PROVIDER_ERROR = "provider_error"  # the model service failed or sent an unusable reply
     CONTEXT_TOO_LONG = "context_too_long"  # the history no longer fits the model's window
+    FINISH_REFUSED = "finish_refused"  # the finish check refused the answer too often
 
 
 class Stop(Exception):
@@ -527,6 +531,22 @@ def check_limits(max_iters: int, max_repeats: int, max_cycle: int, max_tool_erro
         raise ValueError("max_tool_errors and max_result_chars must be 0 (off) or more")
 
 
+def check_answer(finish_check: Callable[[str], str | None] | None, answer: str) -> str | None:
+    """The finish check's refusal of an answer, or None when it accepts it (or there is none).
+
+    Raises:
+        TypeError: the check returned something else than None or a non-empty text
+            (a harness bug: False or "" would say nothing the model could act on).
+    """
+    if finish_check is None:
+        return None
+    verdict = finish_check(answer)
+    if verdict is not None and not (isinstance(verdict, str) and verdict.strip()):
+        raise TypeError(f"a finish check returns None (done) or a message for the model, "
+                        f"not {verdict!r}")
+    return verdict
+
+
 def request_fields(registry: ToolRegistry, model: str, temperature: float | None,
                    options: dict[str, Any]) -> dict[str, Any]:
     """What every request carries besides `messages`; the caller's options win (e.g.
@@ -544,7 +564,9 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
               prepare: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
               stream: bool = False, on_text: Callable[[str], None] | None = None,
               messages: list[dict[str, Any]] | None = None, tool_workers: int = 1,
-              compaction: Compaction | None = None, **request_options: Any) -> AgentResult:
+              compaction: Compaction | None = None,
+              finish_check: Callable[[str], str | None] | None = None, max_refusals: int = 3,
+              **request_options: Any) -> AgentResult:
     """Run the agent loop on one question (the brakes are described at the top of the file).
 
     Args:
@@ -574,11 +596,18 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
             once they are all in, so it stops the run after them, not between them.
         compaction: replaces the middle of the history by a summary when it grows too long,
             and may offload long tool results (`vibe_agent.compact`; None: off).
+        finish_check: called with the answer when the model replies without tool calls;
+            None accepts it, a message refuses it: the message goes back as the next user
+            turn and the run goes on (e.g. `vibe_agent.plan.tests_gate`). None: no check.
+        max_refusals: refusals sent back to the model; the next one ends the run
+            (FINISH_REFUSED). 0: the check judges once and never asks again.
         request_options: more fields for `chat.completions.create` (e.g. max_tokens).
     """
     if tool_workers < 1:
         raise ValueError(f"tool_workers={tool_workers}: at least 1 (1 runs calls one by one)")
     check_limits(max_iters, max_repeats, max_cycle, max_tool_errors, max_result_chars)
+    if max_refusals < 0:
+        raise ValueError("max_refusals must be 0 or more")
     messages = [] if messages is None else messages
     if not messages:
         messages.append({"role": "system", "content": system_prompt})
@@ -589,6 +618,7 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
         request = {"stream": True, "stream_options": {"include_usage": True}} | request
     made: list[tuple[str, str]] = []  # every call so far, for the repeat and cycle brakes
     errors, round_no = ToolErrorBrake(max_tool_errors), 0
+    refusals = 0  # answers the finish check sent back
 
     def record(step: TraceStep) -> None:
         trace.append(step)
@@ -618,7 +648,17 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
             # 2. the assistant message goes back verbatim; no tool_calls: the only normal exit
             messages.append(assistant_message(reply))
             if not reply.tool_calls:
-                return finish(StopReason.ANSWERED, "模型给出了最终回答。", reply.content or "")
+                refusal = check_answer(finish_check, reply.content or "")
+                if refusal is None:
+                    return finish(StopReason.ANSWERED, "模型给出了最终回答。", reply.content or "")
+                refusals += 1
+                record(TraceStep(round=round_no, kind="check", decision="refused",
+                                 content=refusal))
+                if refusals > max_refusals:
+                    raise Stop(StopReason.FINISH_REFUSED, f"完成检查第 {refusals} 次不接受"
+                               "模型的回答，已停止。")
+                messages.append({"role": "user", "content": refusal})  # the harness asks again
+                continue
             # 3. answer every call by its id; once a brake trips, no later call runs
             stop: Stop | None = None
             steps = [TraceStep(round=round_no, kind="tool", decision="ok", tool_call_id=call.id,
@@ -647,7 +687,8 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
                     record(step)
             if stop:  # 4. every call is answered: now a brake may end the run
                 raise stop
-        raise Stop(StopReason.MAX_ITERS, f"已达到最大轮次 {max_iters}，模型仍在调用工具。")
+        still = "完成检查仍未通过" if messages[-1]["role"] == "user" else "模型仍在调用工具"
+        raise Stop(StopReason.MAX_ITERS, f"已达到最大轮次 {max_iters}，{still}。")
     except Stop as ended:
         return finish(ended.reason, ended.message)
     except Exception as exc:

@@ -312,13 +312,13 @@ def tool_refusal(policy: Policy, call: str, destructive: bool) -> str | None:
     warning = "（服务器标注：这个工具可能删除或覆盖数据）" if destructive else ""
     ask = policy.ask or input
     try:
-        answer = ask(f"智能体想调用 MCP 工具{warning}：{call}\n允许吗？[y/N] ")
+        answer = ask(f"agent 想调用 MCP 工具{warning}：{call}\n允许吗？[y/N] ")
     except (EOFError, OSError, NotImplementedError):  # no stdin, or a frontend without one
-        return ("需要人来确认，但没有人可以回答（没有标准输入）。"
-                "不要再尝试这个操作，告诉用户你想做什么、为什么。")
+        return ("a person has to confirm this, but nobody can answer (no standard "
+                "input). Do not try it again; tell the user what you want to do and why.")
     if answer.strip().lower() in YES:
         return None
-    return "用户拒绝了。换一种做法，或者先问用户想怎么做。"
+    return "the user said no. Try another way, or ask the user how they want it done."
 
 
 # ---------------------------------------------------------------------------

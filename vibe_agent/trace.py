@@ -6,6 +6,7 @@ step and read it afterwards. There are three kinds of step:
     model  one call to the model: what it decided (tool calls, an answer, or an
            error when the provider failed), tokens, which model answered
     tool   one tool execution: name, arguments, result, error, time
+    check  a finish check refused an answer (its message went back to the model)
     stop   why the run ended (answered, a brake, a provider error)
     compact  the history was compacted (lesson 11): tokens before → after, the summary
 
@@ -22,7 +23,7 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-StepKind = Literal["model", "tool", "stop", "compact"]
+StepKind = Literal["model", "tool", "check", "compact", "stop"]
 
 
 @dataclass
@@ -32,7 +33,7 @@ class TraceStep:
     round: int
     kind: StepKind
     # model: "tool_calls" | "answer" | "error"; tool: "ok" | an error kind | a brake
-    # ("repeated_call", "cycle"); stop: the stop reason
+    # ("repeated_call", "cycle"); check: "refused"; stop: the stop reason
     decision: str
     content: str | None = None  # model text, or the stop message
     tool: str | None = None

@@ -2,7 +2,8 @@
 
 `TraceViewer(trace)` is an ipywidgets box: buttons and a slider move over the
 steps; the panel below shows what happened at that step (the model's decision,
-the tool, its arguments, result, error, tokens). It only draws from the trace it
+the tool, its arguments, result, error, tokens) and, once the model keeps a todo
+list (`vibe_agent.plan`), the list as it stood at that step. It only draws from the trace it
 was given, so the same trace always shows the same thing (nbval-friendly: no
 `widgets.Output`, no printing from callbacks).
 
@@ -23,7 +24,7 @@ import ipywidgets as widgets
 
 from ..trace import Trace, TraceStep
 
-_KIND = {"model": "模型", "tool": "工具", "stop": "结束", "compact": "压缩"}
+_KIND = {"model": "模型", "tool": "工具", "check": "完成检查", "compact": "压缩", "stop": "结束"}
 
 
 def _row(label: str, value: Any) -> str:
@@ -34,8 +35,17 @@ def _row(label: str, value: Any) -> str:
             f"<td><pre style='margin:0;white-space:pre-wrap'>{text}</pre></td></tr>")
 
 
-def step_html(step: TraceStep, index: int, total: int) -> str:
-    """One step as an HTML table (escaped; long values wrap)."""
+def plan_at(trace: list[TraceStep], index: int) -> str | None:
+    """The todo list as it stood at step `index`: the result of the last accepted
+    `todo_write` call up to it (None: the model has written no list yet)."""
+    for step in reversed(trace[:index + 1]):
+        if step.kind == "tool" and step.tool == "todo_write" and step.decision == "ok":
+            return step.result
+    return None
+
+
+def step_html(step: TraceStep, index: int, total: int, plan: str | None = None) -> str:
+    """One step as an HTML table (escaped; long values wrap); `plan`: the todo list then."""
     tokens = None
     if step.prompt_tokens is not None or step.completion_tokens is not None:
         tokens = f"prompt {step.prompt_tokens} + completion {step.completion_tokens}"
@@ -52,6 +62,7 @@ def step_html(step: TraceStep, index: int, total: int) -> str:
         _row("异常类型", step.error_type),
         _row("内容", step.content),
         _row("tokens", tokens),
+        _row("计划（此时）", plan),
     ]
     return f"<table class='vibe-trace-step'>{''.join(rows)}</table>"
 
@@ -71,7 +82,7 @@ class TraceViewer(widgets.VBox):
                                         continuous_update=True)
         self.previous = widgets.Button(description="◀ 上一步")
         self.next = widgets.Button(description="下一步 ▶")
-        self.panel = widgets.HTML(step_html(self.trace[0], 0, len(self.trace)))
+        self.panel = widgets.HTML(self._html(0))
         self.previous.on_click(lambda _: self.show(self.slider.value - 1))
         self.next.on_click(lambda _: self.show(self.slider.value + 1))
         self.slider.observe(self._moved, names="value")
@@ -83,8 +94,10 @@ class TraceViewer(widgets.VBox):
         self.slider.value = max(1, min(len(self.trace), number))
 
     def _moved(self, change: dict[str, Any]) -> None:
-        index = change["new"] - 1
-        self.panel.value = step_html(self.trace[index], index, len(self.trace))
+        self.panel.value = self._html(change["new"] - 1)
+
+    def _html(self, index: int) -> str:
+        return step_html(self.trace[index], index, len(self.trace), plan_at(self.trace, index))
 
     def __repr__(self) -> str:
         return f"TraceViewer({len(self.trace)} steps, showing step {self.slider.value})"
