@@ -82,6 +82,8 @@ def test_a_two_file_task_costs_more_with_delegation():
     plain, delegated = alone(TWO_FILE_QUESTION), delegating(TWO_FILE_QUESTION)
     assert [s.arguments for s in plain.trace if s.tool == "read_file"] == [
         '{"path": "shop/coupons.py"}', '{"path": "shop/pricing.py"}']
+    child = next(s for s in delegated.trace if s.tool == "delegate").children
+    assert sum(s.tool == "read_file" for s in child) == 2  # the task named the two files
     everything = model_steps(delegated.trace)
     assert len(everything) > plain.model_calls
     assert sum(s.total_tokens for s in everything) > plain.total_tokens

@@ -96,9 +96,11 @@ def calls_made(body: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
     return done
 
 
-def child_task(term: str) -> str:
-    """What the parent hands its child: self-contained, asking for one line back."""
-    return (f"在当前项目里找出 `{term}` 是在哪里检查的（哪个文件、哪一行有用它做判断的 if）。"
+def child_task(term: str, paths: list[str]) -> str:
+    """What the parent hands its child: self-contained (the files the question named,
+    if any), asking for one line back."""
+    where = "只看 " + " 和 ".join(f"`{p}`" for p in paths) + "：" if paths else "在当前项目里"
+    return (f"{where}找出 `{term}` 是在哪里检查的（哪个文件、哪一行有用它做判断的 if）。"
             "只回答一行：文件路径、行号和那一行代码。")
 
 
@@ -111,10 +113,11 @@ def checking_line(term: str, text: str) -> tuple[int, str] | None:
     return None
 
 
-def _parent_reply(term: str, done: list[tuple[str, dict[str, Any], str]]) -> Reply:
+def _parent_reply(question: str, term: str,
+                  done: list[tuple[str, dict[str, Any], str]]) -> Reply:
     delegated = [result for name, _, result in done if name == "delegate"]
     if not delegated:
-        return calls(call("delegate", {"task": child_task(term)}))
+        return calls(call("delegate", {"task": child_task(term, _PATHS.findall(question))}))
     if delegated[-1].startswith("Error"):
         return answer(f"子 agent 没能查到：{delegated[-1]}")
     return answer(delegated[-1])
@@ -161,7 +164,7 @@ def explorer_reply(body: dict[str, Any], *, transcript: bool = False) -> Reply |
         return None
     done = calls_made(body)
     if "delegate" in offered:
-        reply = _parent_reply(term.group(1), done)
+        reply = _parent_reply(question, term.group(1), done)
     else:
         reply = _reader_reply(question, term.group(1), offered, done, transcript)
     return counted(body, reply)
