@@ -124,3 +124,37 @@ def test_other_requests_are_left_to_the_reference_model(question, tools):
 def test_a_reader_without_list_files_says_so():
     reply = explorer_reply(body(QUESTION, ["read_file"]))
     assert "list_files" in reply.content and not reply.tool_calls
+
+
+def history(*turns):
+    """A request whose history holds these (tool, arguments text, result) calls."""
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": QUESTION}]
+    for i, (name, arguments, result) in enumerate(turns):
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}", "type": "function",
+             "function": {"name": name, "arguments": arguments}}]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": result})
+    return {"model": MODEL, "messages": messages,
+            "tools": [{"type": "function", "function": {"name": n}}
+                      for n in ("list_files", "read_file")]}
+
+
+@pytest.mark.parametrize(("turns", "wanted"), [
+    pytest.param([("list_files", '{"path": "."}', "a.py\nb.py"),
+                  ("read_file", '{"path": "a.py"}', "Error: there is no file 'a.py'.")],
+                 '{"path": "b.py"}', id="a-failed-read-moves-on"),
+    pytest.param([("list_files", "{not json", "a.py")], '{"path": "a.py"}',
+                 id="broken-arguments-in-the-history"),
+    pytest.param([("list_files", '{"path": "."}', "README.md\nshop/\nshop/x.py")],
+                 '{"path": "shop/x.py"}', id="only-python-files"),
+])
+def test_hostile_histories(turns, wanted):
+    reply = explorer_reply(history(*turns))
+    assert [c.arguments for c in reply.tool_calls] == [wanted]
+    assert reply.usage["prompt_tokens"] > 0
+
+
+def test_nothing_found_is_said_plainly():
+    reply = explorer_reply(history(("list_files", '{"path": "."}', "a.py"),
+                                   ("read_file", '{"path": "a.py"}', "   1| x = 1")))
+    assert not reply.tool_calls and "没有找到" in reply.content
