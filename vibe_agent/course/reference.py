@@ -14,6 +14,8 @@ The decision itself is `plan(question, results)`: one small planner per kind of
 task (the future, a page's length, the time, arithmetic, weather, a stock), tried
 in order. It never computes an answer itself: numbers and facts come from tool
 results, and a question outside its script gets an honest "I don't know".
+Lesson 13's exploration task ("where is `X` checked?") is answered by the explorer
+(`explorer.py`), which also reports `usage` counted by a fixed rule.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..naive import JSON_CONVENTION_MARKER, Action
+from .explorer import explorer_reply
 from .scripted import (
     Reply,
     ScriptedModel,
@@ -271,7 +274,11 @@ def _native_reply(body: dict[str, Any], question: str) -> Reply:
 
 
 def reference_policy(body: dict[str, Any]) -> Reply:
-    """The reference model's policy: native tool_calls, or the naive prompt conventions."""
+    """The reference model's policy: native tool_calls, or the naive prompt conventions;
+    lesson 13's "where is X handled?" goes to the explorer (`explorer.py`)."""
+    explored = explorer_reply(body)
+    if explored is not None:
+        return explored
     system = _system_prompt(body)
     if JSON_CONVENTION_MARKER in system:
         return _json_convention_reply(body, system)

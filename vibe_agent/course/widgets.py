@@ -2,8 +2,9 @@
 
 `TraceViewer(trace)` is an ipywidgets box: buttons and a slider move over the
 steps; the panel below shows what happened at that step (the model's decision,
-the tool, its arguments, result, error, tokens) and, once the model keeps a todo
-list (`vibe_agent.plan`), the list as it stood at that step. It only draws from the trace it
+the tool, its arguments, result, error, tokens; the steps of a sub-agent that a
+tool step ran, nested below it) and, once the model keeps a todo list (`vibe_agent.plan`),
+the list as it stood at that step. It only draws from the trace it
 was given, so the same trace always shows the same thing (nbval-friendly: no
 `widgets.Output`, no printing from callbacks).
 
@@ -22,7 +23,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..trace import Trace, TraceStep
+from ..trace import Trace, TraceStep, render_step
 
 _KIND = {"model": "模型", "tool": "工具", "check": "完成检查", "compact": "压缩", "stop": "结束"}
 
@@ -64,7 +65,18 @@ def step_html(step: TraceStep, index: int, total: int, plan: str | None = None) 
         _row("tokens", tokens),
         _row("计划（此时）", plan),
     ]
-    return f"<table class='vibe-trace-step'>{''.join(rows)}</table>"
+    return f"<table class='vibe-trace-step'>{''.join(rows)}</table>" + children_html(step)
+
+
+def children_html(step: TraceStep) -> str:
+    """The steps of the agent a tool step ran (a sub-agent), as a nested list under the
+    step: one line each, a grandchild's steps nested one level deeper ("" when none)."""
+    if not step.children:
+        return ""
+    items = "".join(f"<li><code>{html.escape(render_step(child))}</code>{children_html(child)}"
+                    "</li>" for child in step.children)
+    return (f"<div class='vibe-trace-children' style='margin-left:1.5em'>"
+            f"<b>子 agent 的 {len(step.children)} 步</b><ol style='margin:0'>{items}</ol></div>")
 
 
 class TraceViewer(widgets.VBox):
