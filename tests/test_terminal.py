@@ -165,5 +165,58 @@ def test_interrupted_turn_leaves_a_valid_history(tmp_path):
 
 
 def test_slash_commands_have_help():
-    assert {"/diff", "/undo", "/tokens", "/exit", "/help", "/task"} <= set(COMMANDS)
+    assert {"/compact", "/todo", "/diff", "/undo", "/tokens", "/exit", "/help",
+            "/task"} <= set(COMMANDS)
     assert all(entry.help for entry in COMMANDS.values())
+
+
+def played_session(tmp_path, lines, **options):
+    from rich.console import Console
+
+    from vibe_agent.course.known_fix import KNOWN_FIX_MODEL_NAME, known_fix_model
+    from vibe_agent.course.tasks import copy_repo
+
+    task = load_task(SUITE_DIR / TASK)
+    console = Console(record=True, width=200, file=io.StringIO(), color_system=None)
+    session = Session(known_fix_model(task).client(), KNOWN_FIX_MODEL_NAME,
+                      copy_repo(task, tmp_path / "ws"), console, approve="yolo",
+                      suggested=task.prompt, **options)
+    session.run(lines=lines)
+    return session, console.export_text()
+
+
+def test_compact_keeps_a_valid_shorter_history(tmp_path):
+    session, screen = played_session(tmp_path, ["/task", "/compact"])
+    roles = [m["role"] for m in session.messages]
+    assert "压缩成" in screen and roles[:2] == ["system", "user"] and len(roles) < 13
+    answered = {m["tool_call_id"] for m in session.messages if m["role"] == "tool"}
+    asked = {c["id"] for m in session.messages for c in m.get("tool_calls") or []}
+    assert asked == answered
+
+
+def test_the_session_reads_agents_md_and_keeps_notes(tmp_path):
+    from vibe_agent.memory import MemoryFile
+
+    notes = MemoryFile(tmp_path / "notes.md")
+    notes.remember("tests run with python -m pytest -q")
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "AGENTS.md").write_text("金额一律用分（整数）。", encoding="utf-8")
+    from rich.console import Console
+
+    from vibe_agent.course.scripted import ScriptedModel
+
+    console = Console(record=True, width=200, file=io.StringIO(), color_system=None)
+    session = Session(ScriptedModel([]).client(), "m", tmp_path / "ws", console, memory=notes)
+    session.banner()
+    screen = console.export_text()
+    assert "金额一律用分" in screen and "python -m pytest -q" in screen
+    assert "金额一律用分" in session.system_prompt and "remember" in session.registry
+    assert {"todo_write", "delegate"} <= set(session.registry.names)
+
+
+def test_a_bad_mcp_option_is_a_chinese_error(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
+    done = subprocess.run([sys.executable, "-m", "vibe_agent", "code", "--task", TASK,
+                           "--mcp", "no-equals-sign"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, input="")
+    assert done.returncode == 2 and "名字=命令" in done.stderr

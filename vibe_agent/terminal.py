@@ -7,8 +7,11 @@ Every part comes from a lesson; this file only wires them to a prompt:
 
     prompt line ──> run_agent (04) ── brakes (05) ── trace, saved after each turn (07)
                         │   streamed text printed as it arrives (15)
-                        └─> coding tools in the workspace, commands in the sandbox (08)
-                            every write and command through the approval rule below
+                        │   compaction past a token budget, /compact (11)
+                        │   system prompt + AGENTS.md + notes, todo_write, remember (12)
+                        ├─> coding tools in the workspace, commands in the sandbox (08)
+                        │   every write and command through the approval rule below
+                        └─> delegate: a read-only sub-agent (13); tools of MCP servers (14)
 
 One line is one request; the conversation goes on (`run_agent(messages=...)`), so
 the model sees what it did before. Ctrl-C stops the running turn only: the calls it
@@ -40,21 +43,18 @@ from rich.markup import escape
 from rich.syntax import Syntax
 
 from .coding import TOOL_NAMES, Workspace, snapshot, workspace_diff
+from .compact import Compaction, Summarizer, compact, reference_summarizer
 from .loop import StopReason, run_agent
+from .memory import MemoryFile, coding_system_prompt, load_project_memory, session_banner
+from .plan import TodoList, render_todos
 from .registry import ToolRegistry
 from .sandbox import Action, Policy, why_not_isolated
+from .subagents import delegate_registry
 from .trace import Trace, TraceStep, shorten
 
 APPROVALS = ("ask", "auto-edit", "yolo")
 MAX_SHOWN_DIFF_LINES = 80
 INTERRUPTED = "[interrupted by the user: this call was not finished]"
-SYSTEM_PROMPT = (
-    "你是一个在终端里工作的编程助手。工作区就是用户的项目。\n"
-    "- 先用 list_files、search_code、read_file 弄清楚代码，再动手。\n"
-    "- 用 edit_file 做小而准的修改（old 从文件里原样复制）；不要修改或删除测试来让它们通过。\n"
-    "- 改完用 run_command 运行测试；测试失败就如实说出来。\n"
-    "- 回答简短：说清楚改了什么、为什么。"
-)
 
 
 def visible(text: str) -> str:
@@ -80,14 +80,18 @@ class Session:
     console: Console
     approve: str = "ask"
     label: str = ""  # who answers, e.g. "脚本参考模型（不是 LLM）"
-    system_prompt: str = SYSTEM_PROMPT
+    system_prompt: str | None = None  # None: lesson 09's rules + AGENTS.md + notes (12)
     stream: bool = True
     max_iters: int = 20
     trajectory: Path | None = None
     suggested: str | None = None  # the course task's prompt, sent by /task
     ask: Callable[[str], str] | None = None  # how a question reaches the person
-    tools: ToolRegistry | None = None  # more tools beside the six coding tools
+    tools: ToolRegistry | None = None  # more tools, e.g. an MCP server's (lesson 14)
     timings: bool = True  # show seconds per turn (off: output that is the same every run)
+    memory: MemoryFile | None = None  # notes kept across sessions (lesson 12)
+    summarize: Summarizer = reference_summarizer  # for compaction (lesson 11)
+    context_budget: int | None = None  # compact when a round's prompt passes it
+    delegate: bool = True  # offer a read-only sub-agent (lesson 13)
     messages: list[dict[str, Any]] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
     undo: list[dict[str, str]] = field(default_factory=list)  # a snapshot before each turn
@@ -107,7 +111,18 @@ class Session:
         coding = ToolRegistry()
         for name in TOOL_NAMES:
             coding.register(getattr(workspace, name), timeout=None)
-        self.registry = ToolRegistry.combine(coding, self.tools or ToolRegistry())
+        self.todos = TodoList()
+        parts = [coding, self.todos.register(ToolRegistry()), self.tools or ToolRegistry()]
+        if self.memory is not None:
+            parts.append(self.memory.register(ToolRegistry()))
+        if self.delegate:  # a child that may only look: list, read, search
+            parts.append(delegate_registry(self.client, model=self.model, tools=coding.subset(
+                ["list_files", "read_file", "search_code"])))
+        self.registry = ToolRegistry.combine(*parts)
+        if self.system_prompt is None:
+            self.system_prompt = coding_system_prompt(self.root, self.memory)
+        self.compaction = Compaction(self.summarize, budget=self.context_budget,
+                                     workspace=self.root) if self.context_budget else None
 
     # --- approvals ----------------------------------------------------------------
 
@@ -166,9 +181,10 @@ class Session:
         started = time.perf_counter()
         try:
             result = run_agent(self.client, line, self.registry, model=self.model,
-                               max_iters=self.max_iters, system_prompt=self.system_prompt,
+                               max_iters=self.max_iters, system_prompt=self.system_prompt or "",
                                trace=self.trace, on_step=self.show_step, stream=self.stream,
-                               on_text=on_text, messages=self.messages)
+                               on_text=on_text, messages=self.messages,
+                               compaction=self.compaction)
         except KeyboardInterrupt:
             self.console.print()
             self.mid_line = False
@@ -209,6 +225,9 @@ class Session:
 
     def show_step(self, step: TraceStep) -> None:
         """A tool step on one compact line: what it read, ran or changed."""
+        if step.kind == "compact":
+            self.end_line()
+            self.console.print(f"[dim]⇣ 压缩了历史：{escape(shorten(step.content or '', 90))}[/]")
         if step.kind != "tool":
             return
         self.end_line()  # the model's streamed words end before the step's line
@@ -250,6 +269,8 @@ class Session:
                                    "直接在你的机器上。[/]")
         if self.trajectory:
             self.console.print(f"[dim]运行记录：{escape(str(self.trajectory))}[/]")
+        notes = self.memory.text() if self.memory is not None else ""
+        self.console.print(session_banner(load_project_memory(self.root), notes), markup=False)
         if self.suggested:
             self.console.print(f"任务：{escape(self.suggested)}")
             self.console.print("[dim]输入 /task 把这段任务描述发给 agent。[/]")
@@ -394,6 +415,23 @@ def _undo(session: Session, _: str) -> None:
         return
     restore(session.root, session.undo.pop())
     session.console.print("已回到上一轮之前的样子（对话记录不变：告诉 agent 你撤销了）。")
+
+
+@command("/todo", "模型的计划（todo_write 写下的列表）")
+def _todo(session: Session, _: str) -> None:
+    items = session.todos.items
+    session.console.print(render_todos(items) if items else "模型还没有写计划。", markup=False)
+
+
+@command("/compact", "现在就压缩历史：中间部分换成一段摘要（第 11 课）")
+def _compact(session: Session, _: str) -> None:
+    before = len(session.messages)
+    session.messages[:] = compact(session.messages, session.summarize)
+    if len(session.messages) == before:
+        session.console.print("历史还很短，没有可以压缩的部分。")
+    else:
+        session.console.print(f"历史从 {before} 条消息压缩成 {len(session.messages)} 条"
+                              "（system、第一条请求、摘要和最近两轮原样保留）。")
 
 
 @command("/tokens", "每次模型调用的 prompt tokens（来自 API 的 usage）和合计")

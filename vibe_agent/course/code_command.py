@@ -12,13 +12,19 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shlex
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from ..compact import model_summarizer, reference_summarizer
+from ..mcp_tools import mcp_registry
+from ..memory import MemoryFile
+from ..registry import ToolRegistry
 from ..terminal import APPROVALS, Session
 from .client import make_client, resolve_mode, settings
 from .known_fix import KNOWN_FIX_LABEL, KNOWN_FIX_MODEL_NAME, known_fix_model
@@ -47,6 +53,14 @@ def add_parser(sub: Any) -> None:
     code.add_argument("--max-iters", type=int, default=20, help="每一轮最多调用模型几次（默认 20）")
     code.add_argument("--trajectory", type=Path, metavar="PATH",
                       help="运行记录保存到这里（默认：任务旁边，或 ~/.local/state/vibe_agent/）")
+    code.add_argument("--context-budget", type=int, default=0, metavar="TOKENS",
+                      help="一轮的 prompt 超过这么多 tokens 就自动压缩历史（第 11 课；"
+                           "默认 0：不自动压缩，/compact 随时可用）")
+    code.add_argument("--mcp", action="append", default=[], metavar="名字=命令",
+                      help="再接一个 MCP 服务器的工具（第 14 课），例如 "
+                           "course='python -m vibe_agent.course.mcp_server'；可以写多次")
+    code.add_argument("--no-delegate", action="store_true",
+                      help="不提供只读的子 agent 工具 delegate（第 13 课）")
     code.set_defaults(func=main)
 
 
@@ -74,11 +88,34 @@ def main(args: argparse.Namespace) -> int:
             return _usage_error(f"{args.folder} 不是一个文件夹。")
         trajectory = args.trajectory or _state_dir() / "sessions" / (
             f"{root.name}-{_digest(root)}-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    if args.context_budget < 0:
+        return _usage_error("--context-budget 不能是负数。")
+    servers = [_server(text) for text in args.mcp]
+    if None in servers:
+        return _usage_error("--mcp 要写成 名字=命令，例如 "
+                            "course='python -m vibe_agent.course.mcp_server'。")
     client, model, label = _client(args.mode, task)
-    session = Session(client, model, root, console, approve=args.approve, label=label,
-                      stream=not args.no_stream, max_iters=args.max_iters,
-                      trajectory=trajectory, suggested=task.prompt if task else None)
-    return session.run()
+    key = task.name if task else f"{root.name}-{_digest(root)}"
+    summarize = reference_summarizer if model == KNOWN_FIX_MODEL_NAME else model_summarizer(
+        client, model=model)
+    with ExitStack() as stack:
+        mcp_tools = [stack.enter_context(mcp_registry(command, name=name))
+                     for name, command in filter(None, servers)]
+        session = Session(client, model, root, console, approve=args.approve, label=label,
+                          stream=not args.no_stream, max_iters=args.max_iters,
+                          trajectory=trajectory, suggested=task.prompt if task else None,
+                          tools=ToolRegistry.combine(*mcp_tools), summarize=summarize,
+                          memory=MemoryFile(_state_dir() / "memory" / f"{key}.md"),
+                          context_budget=args.context_budget or None,
+                          delegate=not args.no_delegate)
+        return session.run()
+
+
+def _server(text: str) -> tuple[str, list[str]] | None:
+    """NAME=COMMAND as (name, argv); None when it is not written that way."""
+    name, _, command = text.partition("=")
+    argv = shlex.split(command) if command.strip() else []
+    return (name.strip(), argv) if name.strip() and argv else None
 
 
 def _client(mode: str | None, task: Task | None) -> tuple[Any, str, str]:
