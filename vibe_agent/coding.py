@@ -431,9 +431,10 @@ class Workspace:
         depth = 0 if top.shown == "." else top.shown.count("/") + 1
         for shown, info, _, _ in self._entries(top):
             if stat.S_ISLNK(info.st_mode):
-                info = self._link_target(shown)
-                if info is None:
+                target = self._link_target(shown)
+                if target is None:
                     continue
+                info = target
             is_dir = stat.S_ISDIR(info.st_mode)
             too_deep = is_dir and shown.count("/") + 1 - depth >= MAX_DEPTH
             yield shown + ("/" if is_dir else "") + (
@@ -729,8 +730,10 @@ def coding_registry(root: str | Path, *, policy: Policy | Rule = DEFAULT_POLICY,
     workspace = Workspace(root, policy, command_timeout)
     registry = ToolRegistry()
     for name in TOOL_NAMES:
-        limit = {"run_command": command_timeout + COMMAND_GRACE}.get(name)
-        registry.register(getattr(workspace, name), **({"timeout": limit} if limit else {}))
+        if name == "run_command":  # the command's own limit, plus time to be stopped
+            registry.register(workspace.run_command, timeout=command_timeout + COMMAND_GRACE)
+        else:
+            registry.register(getattr(workspace, name))
     return registry
 
 

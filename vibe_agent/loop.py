@@ -283,6 +283,12 @@ def history_name(name: str | None) -> str:
     return re.sub(r"[^a-zA-Z0-9_-]", "_", name)[:64]
 
 
+def function_calls(message: ChatCompletionMessage) -> list[ChatCompletionMessageFunctionToolCall]:
+    """The reply's tool calls, which `read_reply` has checked are all function calls."""
+    return [call for call in message.tool_calls or []
+            if isinstance(call, ChatCompletionMessageFunctionToolCall)]
+
+
 def assistant_message(message: ChatCompletionMessage) -> dict[str, Any]:
     """The assistant's reply as a dict for `messages`, with its tool_calls as sent,
     except that a name becomes a valid one (`history_name`), missing arguments become
@@ -298,7 +304,7 @@ def assistant_message(message: ChatCompletionMessage) -> dict[str, Any]:
                 "function": {"name": history_name(clean_text(call.function.name or "")),
                              "arguments": clean_text(call.function.arguments or "{}")},
             }
-            for call in message.tool_calls
+            for call in function_calls(message)
         ]
     # Reasoning models (e.g. DeepSeek's) want their reasoning passed back unchanged.
     reasoning = (message.model_extra or {}).get("reasoning_content")
@@ -663,7 +669,7 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
             stop: Stop | None = None
             steps = [TraceStep(round=round_no, kind="tool", decision="ok", tool_call_id=call.id,
                                tool=call.function.name, arguments=call.function.arguments)
-                     for call in reply.tool_calls]
+                     for call in function_calls(reply)]
             for batch in [[step] for step in steps] if tool_workers == 1 else [steps]:
                 todo: list[TraceStep] = []
                 for step in batch:  # the spinning brakes look at earlier calls only

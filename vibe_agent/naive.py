@@ -197,7 +197,7 @@ def run_naive_agent(client: openai.OpenAI, question: str, registry: ToolRegistry
         request_options["temperature"] = temperature
     runs: list[tuple[str, dict[str, Any], str]] = []
     for _ in range(max_iters):
-        response = client.chat.completions.create(model=model, messages=messages,
+        response = client.chat.completions.create(model=model, messages=messages,  # type: ignore[arg-type]
                                                   **request_options)
         text = response.choices[0].message.content or ""
         messages.append({"role": "assistant", "content": text})

@@ -196,4 +196,4 @@ def tests_gate(root: str | Path, command: str = "python -m pytest -q", *,
             f"pass; do not change the tests.\n\n{output}")
 
 
-tests_gate.__test__ = False  # its name starts with "test": pytest must not collect it
+tests_gate.__test__ = False  # type: ignore[attr-defined]  # pytest must not collect it

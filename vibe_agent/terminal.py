@@ -315,7 +315,8 @@ class Session:
     def handle(self, line: str) -> object:
         """One prompt line: a slash command, or a request for the model."""
         if not line.startswith("/"):
-            return self.turn(line)
+            self.turn(line)
+            return None
         name, _, rest = line.partition(" ")
         handler = COMMANDS.get(name)
         if handler is None:

@@ -132,7 +132,8 @@ def _evaluate(node: ast.AST) -> int | float:
     """Walk the syntax tree, allowing only numbers and the arithmetic operators."""
     if isinstance(node, ast.Expression):
         return _evaluate(node.body)
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):  # not bool
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(
+            node.value, bool):
         return _check_size(node.value)
     if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY_OPERATORS:
         return UNARY_OPERATORS[type(node.op)](_evaluate(node.operand))
@@ -485,7 +486,8 @@ class DemoTools:
         except (ZoneInfoNotFoundError, ValueError):
             return f"Error: unknown timezone '{timezone}'. Use a name such as {TIMEZONE_EXAMPLES}."
         local = self.world.now().astimezone(zone)
-        minutes = int(local.utcoffset().total_seconds()) // 60
+        offset = local.utcoffset()  # never None for an aware time in a ZoneInfo zone
+        minutes = int(offset.total_seconds()) // 60 if offset is not None else 0
         sign = "+" if minutes >= 0 else "-"
         hours, minutes = divmod(abs(minutes), 60)
         return f"{local:%Y-%m-%d %H:%M:%S} {zone.key} (UTC{sign}{hours:02d}:{minutes:02d})"

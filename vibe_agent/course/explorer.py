@@ -28,6 +28,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .cassette import normalise
 from .scripted import Reply, ScriptedModel, answer, call, calls, offered_tools, usage_of
 
 EXPLORE_DIR = Path(__file__).resolve().parents[1] / "data" / "explore"
@@ -52,7 +53,10 @@ def count_tokens(text: str) -> int:
 
 def request_tokens(body: dict[str, Any]) -> int:
     """A request's prompt tokens by the rule: every message's role, content and tool
-    calls, and the tools' JSON Schemas (they are sent every round too)."""
+    calls, and the tools' JSON Schemas (they are sent every round too). Counted on the
+    request as a recording keeps it (`cassette.normalise`: no empty values), so a
+    re-recording counts the same."""
+    body = normalise(body)
     total = count_tokens(json.dumps(body.get("tools") or [], ensure_ascii=False))
     for message in body["messages"]:
         total += count_tokens(str(message.get("role") or ""))
