@@ -29,7 +29,6 @@ WHEN = ("recorded_at", "vibe_agent", "openai_sdk")
 # them with their own commands. Strict: a re-recorded one fails here until removed.
 STALE = {
     "07_trace_context_reference.json": "python -m vibe_agent record 07_trace_context",
-    "demo_reference.json": "python -m vibe_agent record demo_reference",
 }
 
 
