@@ -27,10 +27,7 @@ REFERENCE_CASSETTES = sorted(path for path in cassette_dir({}).glob("*.json")
 WHEN = ("recorded_at", "vibe_agent", "openai_sdk")
 # Recorded before the scripted wire format gained `refusal: null`; their owners re-record
 # them with their own commands. Strict: a re-recorded one fails here until removed.
-STALE = {
-    "07_trace_context_reference.json": "python -m vibe_agent record 07_trace_context",
-    "demo_reference.json": "python -m vibe_agent record demo_reference",
-}
+STALE: dict[str, str] = {}
 
 
 def fresh_response(model: httpx2.BaseTransport, request: dict) -> tuple[int, dict]:

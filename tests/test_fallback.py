@@ -135,3 +135,95 @@ def test_tests_pass_reads_only_the_exit_code(tmp_path):
     Path(tmp_path, "ok.py").write_text("print('failed')\n", encoding="utf-8")
     assert fallback.tests_pass(None, tmp_path, "python ok.py", 30)
     assert not fallback.tests_pass(None, tmp_path, "python -c 'raise SystemExit(1)'", 30)
+
+
+SKIPPED = "（练习 4.2 还没完成：这一格的演示先跳过；完成练习后再运行这一格。）\n"
+
+
+def shown_then(error: Exception | None) -> None:
+    print("before")
+    if error is not None:
+        raise error
+    print("after")
+
+
+@pytest.mark.parametrize(
+    ("error", "printed"),
+    [
+        pytest.param(None, "before\nafter\n", id="solved-runs-the-whole-demo"),
+        pytest.param(NotImplementedError("练习还没完成"), "before\n" + SKIPPED,
+                     id="unsolved-skips-the-rest-in-one-line"),
+    ],
+)
+def test_demo_needs(capsys, error, printed):
+    with fallback.demo_needs("练习 4.2"):
+        shown_then(error)
+    assert capsys.readouterr().out == printed
+
+
+def test_demo_needs_does_not_hide_the_learners_own_errors():
+    with pytest.raises(ValueError, match="a bug of the learner's"), fallback.demo_needs("练习 4.2"):
+        broken(DIFF)
+
+
+@pytest.mark.parametrize(
+    ("env", "requested", "mode"),
+    [
+        pytest.param({}, None, "offline", id="nothing"),
+        pytest.param({"OPENAI_API_KEY": "sk-x"}, None, "live", id="key"),
+        pytest.param({"OPENAI_API_KEY": ""}, None, "offline", id="empty-key"),
+        pytest.param({"OPENAI_API_KEY": "sk-x", "VIBE_AGENT_MODE": " Replay "}, None, "replay",
+                     id="variable-over-key"),
+        pytest.param({"VIBE_AGENT_MODE": "replay"}, " Local ", "local", id="argument-first"),
+    ],
+)
+def test_pick_mode_is_resolve_mode(env, requested, mode):
+    assert fallback.pick_mode(env, requested) == mode
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: the first.
+        b: the second.
+    """
+    return a + b
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "starts"),
+    [
+        pytest.param("add", '{"a": 17, "b": 23}', "40", id="ok"),
+        pytest.param("search_web", "{}", "Error: unknown tool 'search_web'", id="unknown-tool"),
+        pytest.param("add", '{"a": 17, "b": ', "Error: the arguments for 'add' are not valid JSON",
+                     id="invalid-json"),
+        pytest.param("add", '{"a": "17", "b": "23"}', "Error: wrong arguments for 'add'",
+                     id="wrong-types-never-run"),
+    ],
+)
+def test_safe_invoke_is_the_registrys_invoke(name, arguments, starts):
+    assert fallback.safe_invoke({"add": add}, name, arguments).startswith(starts)
+
+
+@pytest.mark.parametrize(
+    ("number", "answer_has", "honest"),
+    [
+        pytest.param(2, "391", False, id="task-2-calls-a-tool"),
+        pytest.param(4, "2099", True, id="task-4-admits-it-cannot-know"),
+    ],
+)
+def test_run_agent_answer_and_judge_honesty(number, answer_has, honest):
+    from vibe_agent.course.reference import reference_model
+    from vibe_agent.course.scenarios import DEMO_TASKS
+    from vibe_agent.loop import run_agent
+    from vibe_agent.tools import demo_registry
+
+    task = DEMO_TASKS[number - 1]
+    answer = fallback.run_agent_answer(reference_model().client(), task.question,
+                                       demo_registry(), "scripted")
+    assert answer_has in answer
+    result = run_agent(reference_model().client(), task.question, demo_registry(),
+                       model="scripted")
+    assert result.answer == answer
+    assert fallback.judge_honesty(result) is honest

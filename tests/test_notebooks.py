@@ -26,16 +26,7 @@ LEARNER_NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 # Learners' notebooks whose demo cells still call an unsolved exercise directly (Run All
 # stops there). Strict: once a notebook runs through, its row fails until removed here.
-STOPS_AT_AN_EXERCISE = {
-    "00_setup.ipynb": "cells 25, 30: first_answer, pick_mode",
-    "01_naive.ipynb": "cells 52, 58: parse_action, fabricated_observations",
-    "02_protocol.ipynb": "cells 43, 52, 54: assistant_message, tool_messages, is_final",
-    "03_registry.ipynb": "cells 16, 19, 35, 37: python_type_to_schema, safe_invoke",
-    "04_loop.ipynb": "cells 10, 12, 22, 25, 30: my_run_agent, predict_sent_roles",
-    "05_brakes.ipynb": "cells 64, 69: ToolErrorBrake, braked_loop",
-    "06_demo_tasks.ipynb": "cells 41, 46: judge_honesty, summarise",
-    "07_trace_context.ipynb": "cells 32, 39, 58: prompt_growth, my_trim",
-}
+STOPS_AT_AN_EXERCISE: dict[str, str] = {}
 
 
 def run_all(path: Path) -> nbformat.NotebookNode:

@@ -13,9 +13,18 @@ returns what the package's version returns instead. Checkers never get the packa
 version through it: called from inside a checker, the wrapper lets the
 `NotImplementedError` through, so the check still says "还没完成".
 
-The package's versions of the exercises of lessons 08–10 are below; each stands on the
-package's own code (a `Workspace`, `run_in_sandbox`, `unidiff`, `bench.summary`, a task of
-the suite) and says in `about` how it differs from what the exercise asks for.
+Where the package has no version of an exercise (lesson 04's `predict_sent_roles`, say),
+or where the cell exists to compare the learner's answer with the package's, the cell
+skips its demo while the exercise is unfinished, again with one Chinese line:
+
+    with demo_needs("练习 4.2 的 predict_sent_roles"):
+        print(predict_sent_roles([1, 1]) == sent_roles(reference.requests))
+
+The package's versions of the exercises are below (lessons 00–07 mostly pass the core's
+own function, e.g. `vibe_agent.context.trim_old_tool_results`, straight to the wrapper);
+each stands on the package's own code (`resolve_mode`, a `ToolRegistry`, `run_agent`, a
+`Workspace`, `run_in_sandbox`, `unidiff`, `bench.summary`, a task of the suite) and says in
+`about` how it differs from what the exercise asks for.
 """
 
 from __future__ import annotations
@@ -23,18 +32,22 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 from unidiff import PatchSet
 
 from ..coding import Workspace, WorkspaceError
+from ..loop import run_agent
+from ..registry import ToolRegistry
 from ..sandbox import Action, Policy, run_in_sandbox
 
 Result = TypeVar("Result")
 
 NOTICE = "（{name} 还没完成：这一格先用{about}；完成练习后再运行这一格，就会用你的。）"
+SKIPPED = "（{name} 还没完成：这一格的演示先跳过；完成练习后再运行这一格。）"
 CHECKERS = "vibe_agent.course.checks"
 
 
@@ -78,6 +91,23 @@ def learner_or_package(learner: Callable[..., Result], package: Callable[..., Re
     return use
 
 
+@contextmanager
+def demo_needs(name: str) -> Iterator[None]:
+    """Run a demo cell's code; while an exercise it needs is unfinished, skip the rest of
+    the cell and say so in one Chinese line instead of stopping Run All.
+
+    Only `NotImplementedError` (the stub's) is caught: any other error of the learner's
+    code still shows.
+
+    Args:
+        name: the exercise(s) the demo needs, e.g. "练习 4.2 的 predict_sent_roles".
+    """
+    try:
+        yield
+    except NotImplementedError:
+        print(SKIPPED.format(name=name))
+
+
 def _latest(function: Callable[..., Result]) -> Callable[..., Result]:
     """The function now bound to `function`'s name in its notebook: a learner who solves
     the exercise after the wrapper was made gets their new code without re-running
@@ -92,6 +122,43 @@ def _about(text: str) -> Callable[[Callable[..., Result]], Callable[..., Result]
         function.about = text  # type: ignore[attr-defined]
         return function
     return mark
+
+
+# ---------------------------------------------------------------------------
+# The package's versions of the exercises (lessons 00–07)
+# ---------------------------------------------------------------------------
+
+
+@_about("包里 make_client 用的规则（client.resolve_mode，它还会拒绝未知的模式名）")
+def pick_mode(env: dict[str, str], requested: str | None) -> str:
+    """Exercise 0.2: the run mode `make_client` picks (`resolve_mode`)."""
+    from .client import resolve_mode
+
+    return resolve_mode(requested, env)
+
+
+@_about("包里的 ToolRegistry.invoke（它先按工具说明检查参数，第 5 节会讲到）")
+def safe_invoke(tools: dict[str, Callable[..., Any]], name: str, arguments: str) -> str:
+    """Exercise 3.2: the tools registered in a `ToolRegistry`, called by `invoke`."""
+    registry = ToolRegistry()
+    for tool_name, function in tools.items():
+        registry.register(function, name=tool_name)
+    return registry.invoke(name, arguments)
+
+
+@_about("包里的 run_agent（它多了刹车；停下时没有回答，返回 None）")
+def run_agent_answer(client: Any, question: str, registry: ToolRegistry, model: str,
+                     max_iters: int = 6) -> str | None:
+    """Exercise 4.1: `run_agent`'s answer (same requests: system prompt, tools, temperature 0)."""
+    return run_agent(client, question, registry, model=model, max_iters=max_iters).answer
+
+
+@_about("任务 4 自带的评判（DEMO_TASKS[3].judge，它还认得“预测冠军”不算诚实）")
+def judge_honesty(result: Any) -> bool:
+    """Exercise 6.1: the demo task 4's own judge."""
+    from .scenarios import DEMO_TASKS
+
+    return DEMO_TASKS[3].judge(result)
 
 
 # ---------------------------------------------------------------------------
