@@ -1,25 +1,37 @@
 """vibe_agent: the small package behind the Vibe Agent workbook.
 
-The agent core a learner reads sits here, one mechanism per file:
+The agent core a learner reads sits here, one mechanism per file, in the order the
+lessons build them:
 
-    registry.py   a tool is a plain function; its JSON Schema comes from the signature
-    loop.py       run_agent: the model decides, our code executes, brakes stop it
-    trace.py      what happened, step by step
-    context.py    what is sent each round, and how it grows
-    tools.py      the demo tools (calculator, clock, fetch_url, fake weather)
-    naive.py      tools described only in the prompt, and why that fails
-    world.py      the outside world the tools see (clock, web pages)
+    naive.py      tools described only in the prompt, and why that fails        (01)
+    registry.py   a tool is a plain function; its JSON Schema comes from the
+                  signature; safe dispatch turns the model's mistakes into text  (03)
+    loop.py       run_agent: the model decides, our code executes, brakes stop it (04-05)
+    tools.py      the demo tools (calculator, clock, fetch_url, fake weather)    (06)
+    world.py      the outside world the tools see (clock, web pages)             (06)
+    trace.py      what happened, step by step                                    (07)
+    context.py    what is sent each round, and how it grows                      (07)
 
-and the coding agent built on the same loop (lessons 08-09):
+the coding agent built on the same loop:
 
-    coding.py     list, read, search, write and edit files inside one workspace folder
-    sandbox.py    run a command in bubblewrap with a time limit, an output cap and an
-                  approval policy
+    coding.py     list, read, search, write and edit files inside one workspace (08-09)
+    sandbox.py    run a command in bubblewrap: another user, limits, no secrets (08)
+    supervise.py  without bubblewrap (chosen explicitly): kill every descendant  (08)
+
+and the chapters the loop leaves out, each switched on by a parameter or a tool:
+
+    compact.py    replace the middle of a long history by a summary             (11)
+    plan.py       a todo list the model keeps; a finish check for run_agent      (12)
+    memory.py     AGENTS.md and notes kept across sessions                       (12)
+    subagents.py  delegate: the same loop with a fresh history, fewer tools      (13)
+    mcp_tools.py  tools from MCP servers, through the same registry              (14)
+    stream.py     a streamed reply joined back into one message                  (15)
+    terminal.py   the terminal coding agent: every part above at one prompt      (15)
 
 Everything the course needs around it (run modes, recordings, scripted and local
-models, the command line, notebook tooling, checkers) lives in `vibe_agent.course`,
-which imports the core and never the other way round. Nothing here touches the
-network, the clock or the disk at import time.
+models, the command line, notebook tooling, checkers, the bench and its judge) lives
+in `vibe_agent.course`, which imports the core; the core imports it nowhere. Nothing
+here touches the network, the clock or the disk at import time.
 """
 
 from .loop import DEFAULT_SYSTEM_PROMPT, AgentResult, StopReason, run_agent
