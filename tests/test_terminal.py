@@ -71,13 +71,17 @@ def test_ask_answered_no_to_everything_leaves_the_workspace_unchanged(tmp_path):
     before = snapshot(workspace)
     child.expect_exact(PROMPT)
     child.sendline("/task")
-    refused = 0
+    refused, shown = 0, []
     while True:
         index = child.expect([r"允许.*?吗？\[y/N\] ", r"次模型调用"])
         if index == 1:
             break
         refused += 1
+        shown.append(child.before + child.after)
         child.sendline("n")
+    write = next(text for text in shown if "允许写入" in text)
+    assert "-    return celsius * 9 / 5 - 32" in write  # the diff of the write, before asking
+    assert "+    return celsius * 9 / 5 + 32" in write
     child.expect_exact(PROMPT)
     child.sendline("/exit")
     child.expect(pexpect.EOF)

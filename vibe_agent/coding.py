@@ -541,7 +541,7 @@ class Workspace:
         """
         try:
             shown = self._locate_shown(path)
-            self._approve(Action("write", shown))
+            self._approve(Action("write", shown, content))
             with self._acting(), self._locate(path, make_folders=True) as place:
                 info = place.lstat()
                 if not place.name or info is not None and stat.S_ISDIR(info.st_mode):
@@ -582,7 +582,7 @@ class Workspace:
                 starts = _occurrences(text, old)
                 if len(starts) != 1:
                     raise WorkspaceError(_not_unique(path, text, starts))
-                self._approve(Action("write", place.shown))
+                self._approve(Action("write", place.shown, text.replace(old, new, 1)))
                 with self._acting():
                     if self._text_file(place, path, strict=True) != text:  # changed meanwhile
                         raise WorkspaceError(f"'{path}' changed while the edit waited for "

@@ -306,7 +306,7 @@ def tool_refusal(policy: Policy, call: str, destructive: bool) -> str | None:
     if policy.rule == "allow-all":
         return None
     if callable(policy.rule):
-        return policy.refusal(Action("tool", call))  # type: ignore[arg-type]
+        return policy.refusal(Action("tool", call))
     if policy.rule != "ask" and not destructive:
         return None
     warning = "（服务器标注：这个工具可能删除或覆盖数据）" if destructive else ""

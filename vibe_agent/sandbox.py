@@ -110,10 +110,11 @@ class CommandResult:
 
 @dataclass(frozen=True)
 class Action:
-    """Something the agent wants to do: run a command, or write a file."""
+    """Something the agent wants to do: run a command, write a file, call an MCP tool."""
 
-    kind: Literal["command", "write"]
-    detail: str  # the command line, or the file's path inside the workspace
+    kind: Literal["command", "write", "tool"]
+    detail: str  # the command line, the file's path inside the workspace, or the call
+    content: str | None = None  # a write: the file's whole new text (to show its diff)
 
 
 # A rule: "allow-all", "ask" (a person answers y/n), a list of allowed command prefixes,

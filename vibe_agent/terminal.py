@@ -150,7 +150,7 @@ class Session:
     def show_write(self, action: Action) -> None:
         """The diff a write would make, coloured (new content when the action carries it)."""
         self.console.print(f"[bold yellow]agent 想写入[/] {escape(visible(action.detail))}")
-        content = getattr(action, "content", None)
+        content = action.content
         if content is None:
             return
         before = {action.detail: (self.root / action.detail).read_text("utf-8", "replace")
