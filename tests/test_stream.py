@@ -7,65 +7,27 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx2
-import openai
 import pytest
 
+from vibe_agent.course.sse import call_delta as call
+from vibe_agent.course.sse import chunk_body as chunk
+from vibe_agent.course.sse import sdk_chunks
 from vibe_agent.stream import accumulate, assemble
-
-
-def sse(chunks: list[dict[str, Any]]) -> bytes:
-    events = [f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n" for chunk in chunks]
-    return ("".join(events) + "data: [DONE]\n\n").encode()
 
 
 def stream_of(chunks: list[dict[str, Any]]):
     """The SDK's own stream of ChatCompletionChunk objects for these chunk bodies."""
-    body = sse(chunks)
-
-    def handler(request: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(200, content=body,
-                               headers={"content-type": "text/event-stream"})
-
-    client = openai.OpenAI(api_key="test", base_url="http://model.test/v1", max_retries=0,
-                           http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
-    return client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}],
-                                          stream=True)
-
-
-def chunk(delta: dict[str, Any] | None = None, finish: str | None = None,
-          **extra: Any) -> dict[str, Any]:
-    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
-            "model": "m", "choices": choices, **extra}
-
-
-def call(index: int | None, id: str | None = None, name: str | None = None,
-         arguments: str | None = None) -> dict[str, Any]:
-    delta: dict[str, Any] = {"function": {}}
-    if index is not None:
-        delta["index"] = index
-    if id is not None:
-        delta |= {"id": id, "type": "function"}
-    if name is not None:
-        delta["function"]["name"] = name
-    if arguments is not None:
-        delta["function"]["arguments"] = arguments
-    return delta
-
-
-def calls(*pieces: dict[str, Any]) -> dict[str, Any]:
-    return {"tool_calls": list(pieces)}
+    return sdk_chunks(chunks)
 
 
 USAGE = {"prompt_tokens": 30, "completion_tokens": 7, "total_tokens": 37}
 
 TWO_CALLS_INTERLEAVED = [
     chunk({"role": "assistant", "content": None}),
-    chunk(calls(call(0, "call_a", "calculator", ""))),
-    chunk(calls(call(0, arguments='{"expr'))),
-    chunk(calls(call(1, "call_b", "get_time", "{}"))),
-    chunk(calls(call(0, arguments='ession": "17*23"}'))),
+    chunk(call(0, "call_a", "calculator", "")),
+    chunk(call(0, arguments='{"expr')),
+    chunk(call(1, "call_b", "get_time", "{}")),
+    chunk(call(0, arguments='ession": "17*23"}')),
     chunk({}, "tool_calls"),
     chunk(None, usage=USAGE),
 ]
@@ -85,30 +47,30 @@ CASES = [
         {"role": "assistant", "content": None, "tool_calls": WANT_TWO, "usage": USAGE},
         id="two-calls-interleaved-usage-chunk"),
     pytest.param(
-        [chunk(calls(call(1, "call_b", "get_time", "{}"))),
-         chunk(calls(call(0, "call_a", "calculator", '{"expression": "17*23"}'))),
+        [chunk(call(1, "call_b", "get_time", "{}")),
+         chunk(call(0, "call_a", "calculator", '{"expression": "17*23"}')),
          chunk({}, "tool_calls")],
         {"role": "assistant", "content": None, "tool_calls": WANT_TWO},
         id="calls-in-index-order-not-arrival"),
     pytest.param(
-        [chunk(calls(call(None, "call_a", "calculator", '{"expre'))),
-         chunk(calls(call(None, arguments='ssion": "17*23"}'))), chunk({}, "stop")],
+        [chunk(call(None, "call_a", "calculator", '{"expre')),
+         chunk(call(None, arguments='ssion": "17*23"}')), chunk({}, "stop")],
         {"role": "assistant", "content": None, "tool_calls": WANT_TWO[:1]},
         id="no-index-single-call"),
     pytest.param(
-        [chunk(calls(call(0, "call_a", "calculator", '{"expression": "17*23"}'))),
-         chunk(calls(call(0, "call_b", "get_time", "{}"))), chunk({}, "tool_calls")],
+        [chunk(call(0, "call_a", "calculator", '{"expression": "17*23"}')),
+         chunk(call(0, "call_b", "get_time", "{}")), chunk({}, "tool_calls")],
         {"role": "assistant", "content": None, "tool_calls": WANT_TWO},
         id="one-index-reused-for-two-ids"),
     pytest.param(
-        [chunk(calls(call(0, "call_a", "calc", ""))),
-         chunk(calls(call(0, "", "ulator", '{"expression": '))),
-         chunk(calls(call(0, "call_a", None, '"17*23"}'))), chunk({}, "tool_calls")],
+        [chunk(call(0, "call_a", "calc", "")),
+         chunk(call(0, "", "ulator", '{"expression": ')),
+         chunk(call(0, "call_a", None, '"17*23"}')), chunk({}, "tool_calls")],
         {"role": "assistant", "content": None, "tool_calls": WANT_TWO[:1]},
         id="name-split-id-repeated-or-empty"),
     pytest.param(
-        [chunk({"content": "好的"}), chunk(calls(call(0, "c1", "search", '{"q": "\\u4e'))),
-         chunk(calls(call(0, arguments='2d\\u6587"}'))), chunk({}, "tool_calls")],
+        [chunk({"content": "好的"}), chunk(call(0, "c1", "search", '{"q": "\\u4e')),
+         chunk(call(0, arguments='2d\\u6587"}')), chunk({}, "tool_calls")],
         {"role": "assistant", "content": "好的", "tool_calls": [
             {"id": "c1", "type": "function",
              "function": {"name": "search", "arguments": '{"q": "\\u4e2d\\u6587"}'}}]},

@@ -14,6 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx2
+import openai
+
 PIECE_CHARS = 8  # characters per content or arguments piece
 
 
@@ -91,3 +94,42 @@ def parse_events(body: bytes | str) -> list[dict[str, Any]]:
             if payload.strip() != "[DONE]":
                 chunks.append(json.loads(payload))
     return chunks
+
+
+# --- chunks written by hand (tests, checkers and lesson 15 build odd shapes with them) ---
+
+
+def chunk_body(delta: dict[str, Any] | None, finish: str | None = None,
+               **extra: Any) -> dict[str, Any]:
+    """One chunk's JSON: `delta` for choice 0 (None: a chunk with no choices, like the
+    usage chunk); `extra` adds top-level fields such as `usage`."""
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    return {"id": "chatcmpl-stream", "object": "chat.completion.chunk", "created": 1,
+            "model": "m", "choices": choices, **extra}
+
+
+def call_delta(index: int | None, id: str | None = None, name: str | None = None,
+               arguments: str | None = None) -> dict[str, Any]:
+    """A delta carrying one piece of one tool call; None leaves the field out."""
+    piece: dict[str, Any] = {"function": {}}
+    if index is not None:
+        piece["index"] = index
+    if id is not None:
+        piece |= {"id": id, "type": "function"}
+    if name is not None:
+        piece["function"]["name"] = name
+    if arguments is not None:
+        piece["function"]["arguments"] = arguments
+    return {"tool_calls": [piece]}
+
+
+def sdk_chunks(chunks: list[dict[str, Any]]) -> list[Any]:
+    """These chunk bodies as the SDK hands them out: served as server-sent events to a
+    genuine `openai.OpenAI` client and read back as `ChatCompletionChunk` objects."""
+    body = event_stream(chunks)
+    transport = httpx2.MockTransport(lambda request: httpx2.Response(
+        200, content=body, headers={"content-type": "text/event-stream"}))
+    client = openai.OpenAI(api_key="no-key", base_url="http://stream.invalid/v1",
+                           max_retries=0, http_client=httpx2.Client(transport=transport))
+    return list(client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "x"}], stream=True))

@@ -9,51 +9,18 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx2
-import openai
 from rich.console import Console
 
 from ...coding import snapshot
 from ...stream import accumulate, assemble
 from ...terminal import Session
 from ..scripted import ScriptedModel
-from ..sse import event_stream
+from ..sse import call_delta as call
+from ..sse import chunk_body as chunk
+from ..sse import sdk_chunks
 from . import Report, attempt, fail, short
 
 # --- exercise 15.1: my_accumulate ---------------------------------------------------
-
-
-def _chunk(delta: dict[str, Any] | None, finish: str | None = None,
-           **extra: Any) -> dict[str, Any]:
-    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-    return {"id": "chatcmpl-check", "object": "chat.completion.chunk", "created": 1,
-            "model": "checker", "choices": choices, **extra}
-
-
-def _call(index: int | None, id: str | None = None, name: str | None = None,
-          arguments: str | None = None) -> dict[str, Any]:
-    delta: dict[str, Any] = {"function": {}}
-    if index is not None:
-        delta["index"] = index
-    if id is not None:
-        delta |= {"id": id, "type": "function"}
-    if name is not None:
-        delta["function"]["name"] = name
-    if arguments is not None:
-        delta["function"]["arguments"] = arguments
-    return {"tool_calls": [delta]}
-
-
-def sdk_chunks(chunks: list[dict[str, Any]]) -> list[Any]:
-    """These chunk bodies as the SDK hands them out: served as server-sent events to a
-    genuine `openai.OpenAI` client, read back as `ChatCompletionChunk` objects."""
-    body = event_stream(chunks)
-    transport = httpx2.MockTransport(lambda request: httpx2.Response(
-        200, content=body, headers={"content-type": "text/event-stream"}))
-    client = openai.OpenAI(api_key="checker", base_url="http://checker.invalid/v1",
-                           max_retries=0, http_client=httpx2.Client(transport=transport))
-    return list(client.chat.completions.create(
-        model="checker", messages=[{"role": "user", "content": "x"}], stream=True))
 
 
 def _accumulate_cases() -> list[tuple[str, list[dict[str, Any]], str]]:
@@ -62,37 +29,37 @@ def _accumulate_cases() -> list[tuple[str, list[dict[str, Any]], str]]:
     x, y = uuid.uuid4().int % 900 + 100, uuid.uuid4().int % 90 + 10
     expr = f'{{"expression": "{x} * {y}"}}'
     return [
-        ("只有文字", [_chunk({"role": "assistant", "content": ""}), _chunk({"content": f"{x} × "}),
-                  _chunk({"content": f"{y} = {x * y}"}), _chunk({}, "stop")],
+        ("只有文字", [chunk({"role": "assistant", "content": ""}), chunk({"content": f"{x} × "}),
+                  chunk({"content": f"{y} = {x * y}"}), chunk({}, "stop")],
          "把每个数据块 delta.content 里的文字按到达顺序接起来。"),
         ("两个调用交替到达", [
-            _chunk({"role": "assistant", "content": ""}), _chunk(_call(0, a, "calculator", "")),
-            _chunk(_call(1, b, "get_time", "")), _chunk(_call(0, arguments=expr[:9])),
-            _chunk(_call(1, arguments="{}")), _chunk(_call(0, arguments=expr[9:])),
-            _chunk({}, "tool_calls")],
+            chunk({"role": "assistant", "content": ""}), chunk(call(0, a, "calculator", "")),
+            chunk(call(1, b, "get_time", "")), chunk(call(0, arguments=expr[:9])),
+            chunk(call(1, arguments="{}")), chunk(call(0, arguments=expr[9:])),
+            chunk({}, "tool_calls")],
          "按 delta 里的 index 把参数接到对应的那个调用上，不要接到“最后一个到达的调用”上。"),
         ("id 只在第一个 delta 里", [
-            _chunk(_call(0, a, "calculator", expr[:5])), _chunk(_call(0, "", None, expr[5:])),
-            _chunk({}, "tool_calls")],
+            chunk(call(0, a, "calculator", expr[:5])), chunk(call(0, "", None, expr[5:])),
+            chunk({}, "tool_calls")],
          "后面的 delta 里 id 是空字符串或没有：只在还没有 id 时记下它，别用空值覆盖。"),
         ("只有一个调用、没有 index", [
-            _chunk(_call(None, a, "calculator", expr[:7])),
-            _chunk(_call(None, None, None, expr[7:])),
-            _chunk({}, "tool_calls")],
+            chunk(call(None, a, "calculator", expr[:7])),
+            chunk(call(None, None, None, expr[7:])),
+            chunk({}, "tool_calls")],
          "有的服务只有一个调用时不发 index（是 None）：这时接到上一个调用上（没有就当第 0 个）。"),
         ("参数在 JSON 转义中间断开", [
-            _chunk(_call(0, a, "search", '{"q": "\\u4e')),
-            _chunk(_call(0, arguments='2d\\u6587"}')),
-            _chunk({}, "tool_calls")],
+            chunk(call(0, a, "search", '{"q": "\\u4e')),
+            chunk(call(0, arguments='2d\\u6587"}')),
+            chunk({}, "tool_calls")],
          "参数是一段被切开的文字：先原样接起来，整段接完之前不要 json.loads 任何一块。"),
         ("最后一块只有 usage、没有 choices", [
-            _chunk({"content": "好"}), _chunk({}, "stop"),
-            _chunk(None, usage={"prompt_tokens": x, "completion_tokens": y,
+            chunk({"content": "好"}), chunk({}, "stop"),
+            chunk(None, usage={"prompt_tokens": x, "completion_tokens": y,
                                 "total_tokens": x + y})],
          "stream_options 的 include_usage 会在最后多发一块：choices 是空列表，跳过它。"),
         ("调用按 index 排序", [
-            _chunk(_call(1, b, "get_time", "{}")), _chunk(_call(0, a, "calculator", expr)),
-            _chunk({}, "tool_calls")],
+            chunk(call(1, b, "get_time", "{}")), chunk(call(0, a, "calculator", expr)),
+            chunk({}, "tool_calls")],
          "结果里的 tool_calls 按 index 从小到大排，不按到达顺序。"),
     ]
 
