@@ -22,7 +22,6 @@ from typing import Any
 from rich.console import Console
 
 from ..compact import model_summarizer, reference_summarizer
-from ..mcp_tools import mcp_registry
 from ..memory import MemoryFile
 from ..registry import ToolRegistry
 from ..terminal import APPROVALS, Session
@@ -98,6 +97,8 @@ def main(args: argparse.Namespace) -> int:
     key = task.name if task else f"{root.name}-{_digest(root)}"
     summarize = reference_summarizer if model == KNOWN_FIX_MODEL_NAME else model_summarizer(
         client, model=model)
+    from ..mcp_tools import mcp_registry  # the MCP SDK takes a while to import: only now
+
     with ExitStack() as stack:
         mcp_tools = [stack.enter_context(mcp_registry(command, name=name))
                      for name, command in filter(None, servers)]
