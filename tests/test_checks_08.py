@@ -24,7 +24,7 @@ from vibe_agent.course.checks.lesson_08 import (
 )
 from vibe_agent.sandbox import DEFAULT_POLICY, Action, Policy
 
-REPLACE_CASES, PATH_CASES, POLICY_CASES = 9, 22, 23
+REPLACE_CASES, PATH_CASES, POLICY_CASES = 10, 22, 23
 
 
 def run_check(check, fn, capsys) -> tuple[bool, str]:
@@ -35,11 +35,12 @@ def run_check(check, fn, capsys) -> tuple[bool, str]:
 # --- exercise 8.1: replace_once -----------------------------------------------------------
 
 
-def starts_of(text, old):
+def starts_of(text, old, step=lambda old: 1):
+    """Where each occurrence of `old` starts, overlapping ones too (step 1)."""
     starts, index = [], text.find(old)
     while index != -1:
         starts.append(index)
-        index = text.find(old, index + len(old))
+        index = text.find(old, index + step(old))
     return starts
 
 
@@ -54,13 +55,24 @@ def replace_right(text, old, new):
 
 
 def replace_right_in_english(text, old, new):
-    count = text.count(old)
+    count = len(starts_of(text, old))
     if count == 0:
         return "Error: 'old' not found"
     if count > 1:
         lines = [text.count("\n", 0, s) + 1 for s in starts_of(text, old)]
         return f"Error: 'old' occurs {count} times (lines {lines})"
     return text.replace(old, new)
+
+
+def replace_without_overlaps(text, old, new):
+    """Goes on after each match (start + len(old)), as str.count does: overlaps missed."""
+    starts = starts_of(text, old, step=len)
+    if not starts:
+        return "Error: 没有找到 old"
+    if len(starts) > 1:
+        lines = "、".join(str(text.count("\n", 0, s) + 1) for s in starts)
+        return f"Error: old 出现了 {len(starts)} 次（第 {lines} 行）"
+    return text.replace(old, new, 1)
 
 
 def replace_unsolved(text, old, new):
@@ -135,6 +147,7 @@ def replace_without_error_prefix(text, old, new):
 FIXED_ANSWERS = {  # the checker's fixed cases, answered by hand
     "total": "Error: old 出现了 4 次（第 5、6、8、9 行）",
     "price": "Error: old 出现了 2 次（第 1 行）",
+    "ab\nab\n": "Error: old 出现了 2 次（第 1、2 行）",
     "    for item in items:\n        ": "Error: old 出现了 2 次（第 5、10 行）",
     "return  total": "Error: 没有找到 old",
     "   9|     return total": "Error: 没有找到 old",
@@ -204,6 +217,7 @@ def replace_with_the_checkers_helper(text, old, new):
     pytest.param(replace_counts_lines, "数的是 old 出现的次数", id="counts-lines-not-matches"),
     pytest.param(replace_unchanged_when_missing, "原样返回原文，模型会以为改好了",
                  id="no-error-when-missing"),
+    pytest.param(replace_without_overlaps, "几处 old 可以互相重叠", id="misses-overlaps"),
     pytest.param(replace_raises, "不要抛异常", id="raises"),
     pytest.param(replace_without_error_prefix, "应该返回 Error: 开头的文字", id="no-error-prefix"),
     pytest.param(replace_hard_coded, "不要照着检查器的例子写死答案", id="hard-coded"),

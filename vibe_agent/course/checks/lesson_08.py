@@ -92,20 +92,25 @@ def last(items):
 NOT_FOUND_HINT = ("old 一次都没出现时要返回以 Error: 开头的文字，说没有找到："
                   "原样返回原文，模型会以为改好了。")
 REPLACE_ALL_HINT = ("str.replace(old, new) 会替换所有匹配：模型只想改一处，却可能改掉了好几处。"
-                    "先数一数 old 出现几次（text.count(old)），恰好 1 次才替换。")
+                    "先数一数 old 出现几次（用 text.find(old, start + 1) 一处一处地找），"
+                    "恰好 1 次才替换。")
 FIRST_ONLY_HINT = ("出现好几次时，不能替模型挑第一处来改：它想改的可能是另一处。返回 Error 文字，"
                    "说出现了几次、在哪几行，让模型在 old 里多带几行上下文。")
-SAME_LINE_HINT = ("同一行里也可能出现好几次：数的是 old 出现的次数（text.count(old)），"
+SAME_LINE_HINT = ("同一行里也可能出现好几次：数的是 old 出现的次数（一处一处地 text.find），"
                   "不是含有 old 的行数。")
 MANY_HINT = "出现不止 1 次时要返回以 Error: 开头的文字，说出现了几次、在哪几行。"
 COUNT_HINT = "错误文字里要写出 old 出现了几次，例如“出现了 3 次”：模型要知道自己的 old 不够独特。"
 LINES_HINT = ("错误文字里还要写出每一处在第几行，例如“第 1、5、9 行”：模型才知道该去哪里补上下文。"
               "行号可以这样算：start = text.find(old)，行号 = text.count('\\n', 0, start) + 1，"
-              "再从 start + len(old) 接着找下一处。")
+              "再从 start + 1 接着找下一处（重叠的几处也要数到）。")
 EXTRA_LINES_HINT = ("只写 old 出现的那几行，不要把文件的每一行都列出来：模型要靠这几个行号"
                     "找到该补上下文的地方，多列的行号只会把它带到别处。")
 ZERO_BASED_HINT = ("行号差了 1：行号从 1 开始（read_file 显示的就是从 1 开始的行号）。"
                    "text.count('\\n', 0, start) 数的是 start 前面有几个换行，还要 + 1。")
+OVERLAP_HINT = ("几处 old 可以互相重叠：'ab\\nab\\n' 在 'ab\\nab\\nab\\n' 里出现 2 次"
+                "（从第 1 行和第 2 行开始），text.count(old) 和从 start + len(old) 接着找"
+                "都只数到 1 次，于是替换了其中一处——可模型想改的也许是另一处。"
+                "找下一处时从 start + 1 接着找：text.find(old, start + 1)。")
 MULTILINE_HINT = ("old 可以跨好几行，逐行检查 old in line 找不到它：在整段文字里用 "
                   "text.find(old, start) 找每一处的位置，"
                   "再用 text.count('\\n', 0, 位置) + 1 算行号。")
@@ -119,12 +124,12 @@ BORROWED_EDIT_HINT = ("这道题要你自己写出 edit_file 的唯一性规则�
 
 
 def _lines_of(text: str, old: str) -> list[int]:
-    """The 1-based line where each non-overlapping occurrence of `old` starts."""
+    """The 1-based line where each occurrence of `old` starts, overlapping ones too."""
     lines: list[int] = []
     start = text.find(old)
     while start != -1:
         lines.append(text.count("\n", 0, start) + 1)
-        start = text.find(old, start + len(old))
+        start = text.find(old, start + 1)
     return lines
 
 
@@ -149,6 +154,7 @@ def _replace_cases(rng: random.Random) -> list[tuple[str, str, str, str, str]]:
         ("同一行里出现 2 次", "cost = price + price\n", "price", "unit_price", SAME_LINE_HINT),
         ("出现 2 次，每次都跨两行", LOOPS, "    for item in items:\n        ",
          "    for item in reversed(items):\n        ", MULTILINE_HINT),
+        ("出现 2 次，两处重叠（第 1、2 行）", "ab\nab\nab\n", "ab\nab\n", "x\n", OVERLAP_HINT),
         (f"随机生成的文件，只出现 1 次{FRESH}", "\n".join(unique) + "\n", f"{name} = 1",
          f"{name} = 2", ONE_HINT),
         (f"随机生成的文件，出现好几次{FRESH}", "\n".join(many) + "\n", f"{name} = 1",
@@ -172,6 +178,8 @@ def _replace_problem(text: str, old: str, new: str, got: Any) -> Problem:
         if not lines:
             return (f"old 一次都没出现，应该返回 Error: 开头的文字，得到 {short(got)}",
                     NOT_FOUND_HINT)
+        if got == text.replace(old, new, 1) and text.count(old) == 1:
+            return f"old 出现了 {len(lines)} 次（两处互相重叠），你却当成 1 次替换了", OVERLAP_HINT
         if got == text.replace(old, new):
             return f"old 出现了 {len(lines)} 次，你把每一处都换掉了", REPLACE_ALL_HINT
         if got == text.replace(old, new, 1):
