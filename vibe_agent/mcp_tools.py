@@ -73,7 +73,7 @@ from mcp.types import (
 from mcp.types import Tool as MCPTool
 
 from .registry import Tool, ToolDefinitionError, ToolRegistry, ToolTimeout
-from .sandbox import DEFAULT_POLICY, YES, Action, Policy, Rule
+from .sandbox import DEFAULT_POLICY, Action, Policy, Rule
 
 MAX_RESULT_CHARS = 20_000  # a tool result is cut after this many characters (announced)
 STDERR_TAIL_CHARS = 600  # of the server's stderr, quoted when it fails
@@ -310,15 +310,7 @@ def tool_refusal(policy: Policy, call: str, destructive: bool) -> str | None:
     if policy.rule != "ask" and not destructive:
         return None
     warning = "（服务器标注：这个工具可能删除或覆盖数据）" if destructive else ""
-    ask = policy.ask or input
-    try:
-        answer = ask(f"agent 想调用 MCP 工具{warning}：{call}\n允许吗？[y/N] ")
-    except (EOFError, OSError, NotImplementedError):  # no stdin, or a frontend without one
-        return ("a person has to confirm this, but nobody can answer (no standard "
-                "input). Do not try it again; tell the user what you want to do and why.")
-    if answer.strip().lower() in YES:
-        return None
-    return "the user said no. Try another way, or ask the user how they want it done."
+    return policy.ask_person(Action("tool", call), warning)
 
 
 # ---------------------------------------------------------------------------

@@ -161,16 +161,17 @@ class Policy:
         if self.rule == "allow-all":
             return None
         if self.rule == "ask":
-            return self._ask_person(action)
+            return self.ask_person(action)
         if action.kind == "write":
             return None
         return allow_list_refusal(action.detail, self.rule)
 
-    def _ask_person(self, action: Action) -> str | None:
-        what = "运行命令" if action.kind == "command" else "写入文件"
+    def ask_person(self, action: Action, warning: str = "") -> str | None:
+        """Ask a person y/n about `action` (None: yes), with `warning` after what it is."""
+        what = {"command": "运行命令", "write": "写入文件", "tool": "调用 MCP 工具"}[action.kind]
         ask = self.ask or input  # looked up now, so a patched input() is used
         try:
-            answer = ask(f"智能体想{what}：{action.detail}\n允许吗？[y/N] ")
+            answer = ask(f"智能体想{what}{warning}：{action.detail}\n允许吗？[y/N] ")
         except (EOFError, OSError, NotImplementedError):  # no stdin, or a frontend without one
             return ("a person has to confirm this, but nobody can answer (no standard "
                     "input). Do not try it again; tell the user what you want to do and why.")
