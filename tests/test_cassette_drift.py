@@ -20,6 +20,7 @@ from vibe_agent.course.cassette import Cassette
 from vibe_agent.course.client import cassette_dir, make_client
 from vibe_agent.course.reference import reference_model
 from vibe_agent.course.scripted import SCRIPTED_BASE_URL
+from vibe_agent.course.sse import parse_events
 
 REFERENCE_CASSETTES = sorted(path for path in cassette_dir({}).glob("*.json")
                              if Cassette.load(path).provenance["source"] == "scripted-reference")
@@ -30,9 +31,12 @@ WHEN = ("recorded_at", "vibe_agent", "openai_sdk")
 STALE: dict[str, str] = {}
 
 
-def fresh_response(model: httpx2.BaseTransport, request: dict) -> tuple[int, dict]:
+def fresh_response(model: httpx2.BaseTransport, request: dict) -> tuple[int, dict | list]:
+    """The status and body a fresh model sends (a streamed reply: its chunks)."""
     sent = httpx2.Request("POST", f"{SCRIPTED_BASE_URL}/chat/completions", json=request)
     response = model.handle_request(sent)
+    if "event-stream" in response.headers.get("content-type", ""):
+        return response.status_code, parse_events(response.read())
     return response.status_code, json.loads(response.read())
 
 
@@ -51,7 +55,9 @@ def test_every_reference_response_equals_a_fresh_one(path):
     for number, item in enumerate(chats, 1):
         status, body = fresh_response(model, item["request"])
         recorded = item["response"]
-        assert (status, body) == (recorded["status"], recorded["body"]), (
+        kept = ([event["chunk"] for event in recorded["stream"]] if "stream" in recorded
+                else recorded["body"])
+        assert (status, body) == (recorded["status"], kept), (
             f"{path.name}: model call {number} differs from a fresh re-recording")
 
 

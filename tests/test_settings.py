@@ -242,13 +242,13 @@ def test_max_iters_below_one_is_a_clear_error(tmp_path, command, value):
     done = run_cli(*command, "--max-iters", value, cwd=tmp_path)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
-    assert "--max-iters 应该是至少为 1 的整数" in done.stderr
+    assert "参数 --max-iters：应该是至少为 1 的整数" in done.stderr
 
 
 def test_info_without_arguments_works(tmp_path):
     done = run_cli("info", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "运行模式：reference" in done.stdout and "OPENAI_API_KEY：没有配置" in done.stdout
+    assert "运行模式：offline" in done.stdout and "OPENAI_API_KEY：没有配置" in done.stdout
 
 
 def test_info_never_prints_the_key_or_url_credentials(tmp_path):
