@@ -17,6 +17,7 @@ from pathlib import Path
 import openai
 import pytest
 
+from vibe_agent.course.cassette import RecordingFailed
 from vibe_agent.course.client import (
     CONNECT_TIMEOUT,
     LIVE_RETRIES,
@@ -210,6 +211,9 @@ def test_recorded_errors_hold_no_key(tapes, monkeypatch, serve):
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": KEY}])
     text = (tapes / "secret.json.partial").read_text(encoding="utf-8")
     assert "WXYZ" not in text and REDACTED in text
+    with pytest.raises(RecordingFailed) as failed:  # nor in what a failed recording says
+        client.cassette.finish()
+    assert "WXYZ" not in str(failed.value) and "HTTP 401" in str(failed.value)
 
 
 def test_url_credentials_are_sent_as_basic_auth_but_never_shown(tapes, monkeypatch, serve):

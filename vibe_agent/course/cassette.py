@@ -472,8 +472,8 @@ class Cassette:
         for number, item in enumerate(chats, 1):
             status = item["response"]["status"]
             if status in (401, 403, 404, 407):
-                problems.append(f"第 {number} 次模型调用被拒绝：HTTP {status}"
-                                f"{_error_detail(item['response']['body'])}")
+                problems.append(self.redact(f"第 {number} 次模型调用被拒绝：HTTP {status}"
+                                            f"{_error_detail(item['response']['body'])}"))
         if chats and all(item["response"]["status"] >= 400 for item in chats):
             problems.append(f"全部 {len(chats)} 次模型调用都返回了错误")
         return list(dict.fromkeys(problems))
