@@ -5,10 +5,13 @@
                           runs it: the tests fail on the pristine project, pass after the
                           fix, and do so every time; the prompt does not give the fix away
     check_summarise(fn)   fn(records) -> dict: tasks, passed, pass_rate, tokens,
-                          tokens_per_task of a bench run, None where there is no number
+                          tokens_per_task of a bench run, None where there is no number;
+                          `passed` counts `r.passed`, the held-out verdict (a record whose
+                          test edits the judge discarded still counts when resolved)
 
-`check_my_task` runs the learner's task the way the bench judges an agent: a fresh copy
-of `repo/`, the task's own `test_command` in the sandbox, only the exit code counts.
+`check_my_task` runs the learner's task the way the bench checks a task before judging
+with it: a fresh copy of `repo/`, the task's own `test_command` in the sandbox, red on the
+pristine copy and green with the fix (the bench's FAIL_TO_PASS needs both).
 Each case is one property a usable task must have and names the typical mistake that
 breaks it (a test that already passes, `test_command: "true"`, a prompt that leaks the
 fix, a patch made against another version of the file, a test that fails for the wrong
