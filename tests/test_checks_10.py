@@ -183,7 +183,7 @@ def test_the_leak_finder_reads_added_lines_only():
 
 
 def summarise_right(records):
-    passed = sum(r.passed and not r.tests_changed for r in records)
+    passed = sum(r.passed for r in records)
     tokens = [r.tokens for r in records]
     total = sum(tokens) if records and None not in tokens else None
     return {"tasks": len(records), "passed": passed,
@@ -197,8 +197,8 @@ def summarise_counts_answered(records):
         "passed": sum(r.stop_reason == "answered" for r in records)}
 
 
-def summarise_counts_changed_tests(records):
-    passed = sum(r.passed for r in records)
+def summarise_drops_changed_tests(records):
+    passed = sum(r.passed and not r.tests_changed for r in records)
     return summarise_right(records) | {"passed": passed,
                                        "pass_rate": passed / len(records) if records else None}
 
@@ -221,8 +221,14 @@ def summarise_averages_with_none(records):
     return summarise_right(records) | {"tokens_per_task": sum(tokens) / len(tokens)}
 
 
+def summarise_fail_to_pass_only(records):
+    passed = sum(bool(r.fail_to_pass) and all(r.fail_to_pass.values()) for r in records)
+    return summarise_right(records) | {"passed": passed,
+                                       "pass_rate": passed / len(records) if records else None}
+
+
 def summarise_divides_by_zero(records):
-    passed = sum(r.passed and not r.tests_changed for r in records)
+    passed = sum(r.passed for r in records)
     return summarise_right(records) | {"pass_rate": passed / len(records)}
 
 
@@ -277,7 +283,8 @@ def summarise_unsolved(records):
     (summarise_right, f"全部 {len(SUMMARY_CASES)} 项通过"),
     (summarise_unsolved, "还没完成"),
     (summarise_counts_answered, "只数 record.passed 为 True"),
-    (summarise_counts_changed_tests, "测试是被 agent 改过才通过的"),
+    (summarise_drops_changed_tests, "你把改过测试、源码也修好了的任务剔掉了"),
+    (summarise_fail_to_pass_only, "你只看了 fail_to_pass"),
     (summarise_none_as_zero, "tokens 是 None 表示接口没报告，不是 0"),
     (summarise_skips_none, "你只对报告了 tokens 的任务求了平均"),
     (summarise_averages_with_none, "你的代码抛出了 TypeError"),

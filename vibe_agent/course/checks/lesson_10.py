@@ -5,10 +5,13 @@
                           runs it: the tests fail on the pristine project, pass after the
                           fix, and do so every time; the prompt does not give the fix away
     check_summarise(fn)   fn(records) -> dict: tasks, passed, pass_rate, tokens,
-                          tokens_per_task of a bench run, None where there is no number
+                          tokens_per_task of a bench run, None where there is no number;
+                          `passed` counts `r.passed`, the held-out verdict (a record whose
+                          test edits the judge discarded still counts when resolved)
 
-`check_my_task` runs the learner's task the way the bench judges an agent: a fresh copy
-of `repo/`, the task's own `test_command` in the sandbox, only the exit code counts.
+`check_my_task` runs the learner's task the way the bench checks a task before judging
+with it: a fresh copy of `repo/`, the task's own `test_command` in the sandbox, red on the
+pristine copy and green with the fix (the bench's FAIL_TO_PASS needs both).
 Each case is one property a usable task must have and names the typical mistake that
 breaks it (a test that already passes, `test_command: "true"`, a prompt that leaks the
 fix, a patch made against another version of the file, a test that fails for the wrong
@@ -316,8 +319,11 @@ KEYS = ("tasks", "passed", "pass_rate", "tokens", "tokens_per_task")
 
 ANSWERED_HINT = ("“回答了”（stop_reason == \"answered\"）不等于修好了：只数 record.passed 为 True "
                  "的记录。模型说完话就是 answered，测试照样可能失败。")
-CHANGED_HINT = ("record.tests_changed 为 True 的记录，测试是被 agent 改过才通过的：不能算通过。"
-                "通过 = r.passed and not r.tests_changed。")
+CHANGED_HINT = ("r.passed 已经是留出的测试的判定：agent 改过的测试在判定前就还原了，"
+                "tests_changed 为 True 只说明判定丢掉了它的一些改动。r.passed 为 True，"
+                "就是它对源码的修改让原样的测试全部通过：算通过，不要再扣一次。")
+F2P_ONLY_HINT = ("只看 fail_to_pass 不够：修好了失败的测试、却弄坏了原本通过的测试（pass_to_pass 里"
+                 "有 False），不算修好。r.passed 已经把两张表都算进去了，直接数它。")
 NONE_AS_ZERO_HINT = ("tokens 是 None 表示接口没报告，不是 0：只要有一条记录的 tokens 是 None，"
                      "合计就不知道，tokens 和 tokens_per_task 都写 None。")
 SKIP_NONE_HINT = ("不要先把 tokens 为 None 的记录去掉再算：那样合计少算了一个任务，"
@@ -333,16 +339,26 @@ KEYS_HINT = ("返回一个字典，正好这五个键：tasks、passed、pass_ra
 
 
 def _record(task: str, passed: bool, tokens: int | None, *, stop: str = "answered",
-            tests_changed: bool = False, error: str | None = None) -> TaskRecord:
+            tests_changed: bool = False, error: str | None = None,
+            broke: int = 0) -> TaskRecord:
+    """A record as `run_task` writes it: `passed` is the held-out verdict; `broke` tests
+    of PASS_TO_PASS fail (then it is not resolved, though every FAIL_TO_PASS test passes)."""
+    judged = error is None
+    fixed = judged and (passed or broke > 0)
     return TaskRecord(task=task, passed=passed, stop_reason=stop,
                       model_calls=0 if error else 2, tokens=tokens,
+                      fail_to_pass={f"tests/test_{task}.py::test_bug": fixed} if judged else {},
+                      pass_to_pass={f"tests/test_{task}.py::test_{k}": k >= broke
+                                    for k in range(2)} if judged else {},
+                      discarded={f"tests/test_{task}.py": "改了测试，已还原"} if tests_changed
+                      else {},
                       tests_changed=tests_changed, error=error,
                       error_kind="harness" if error else None)
 
 
 def _wanted(records: list[TaskRecord]) -> dict[str, Any]:
     n = len(records)
-    passed = sum(r.passed and not r.tests_changed for r in records)
+    passed = sum(r.passed for r in records)
     tokens = [r.tokens for r in records]
     total = sum(t for t in tokens if t is not None) if records and None not in tokens else None
     return {"tasks": n, "passed": passed, "pass_rate": passed / n if n else None,
@@ -358,9 +374,12 @@ SUMMARY_CASES: list[tuple[str, list[TaskRecord], str]] = [
     ("都回答了（answered），只有一个测试通过", [
         _record("a", True, 1600), _record("b", False, 1700), _record("c", False, 1650)],
      ANSWERED_HINT),
-    ("一个任务的测试被 agent 改过（tests_changed）", [
+    ("agent 改过测试（tests_changed）：一个源码也修好了，一个只改了测试", [
         _record("a", True, 1000), _record("b", True, 1100, tests_changed=True),
-        _record("c", False, 1200)], CHANGED_HINT),
+        _record("c", False, 1200, tests_changed=True)], CHANGED_HINT),
+    ("失败的测试修好了，却弄坏了一个原本通过的测试（PASS_TO_PASS）", [
+        _record("a", True, 1000), _record("b", False, 1300, broke=1),
+        _record("c", False, 1250)], F2P_ONLY_HINT),
     ("一个任务没报告 tokens（None）", [
         _record("a", True, 1000), _record("b", False, None), _record("c", False, 1400)],
      NONE_AS_ZERO_HINT),
@@ -389,12 +408,14 @@ def _summary_problem(got: Any, records: list[TaskRecord]) -> tuple[str, str] | N
         key = next(k for k in KEYS if not _equal(got[k], wanted[k]))
         return f"{key}：期望 {short(wanted[key])}，得到 {short(got[key])}", EMPTY_HINT
     answered = sum(r.stop_reason == "answered" for r in records)
-    with_changed = sum(r.passed for r in records)
+    without_changed = sum(r.passed and not r.tests_changed for r in records)
+    f2p_only = sum(bool(r.fail_to_pass) and all(r.fail_to_pass.values()) for r in records)
     ran = [r for r in records if r.error is None]
     known = [r.tokens for r in records if r.tokens is not None]
     mistakes = [
         ("passed", answered, ANSWERED_HINT, "你数的是回答了的任务"),
-        ("passed", with_changed, CHANGED_HINT, "你把改过测试的任务也算成了通过"),
+        ("passed", without_changed, CHANGED_HINT, "你把改过测试、源码也修好了的任务剔掉了"),
+        ("passed", f2p_only, F2P_ONLY_HINT, "你只看了 fail_to_pass"),
         ("tasks", len(ran), ERRORS_HINT, "你没把出错的任务算进去"),
         ("tokens", sum(known) if known else 0, NONE_AS_ZERO_HINT, "你把 None 当成了 0"),
         ("tokens_per_task", sum(known) / len(known) if known else None, SKIP_NONE_HINT,
@@ -428,8 +449,8 @@ def check_summarise(fn: Callable[[list[TaskRecord]], Any]) -> Verdict:
     """Exercise 10.2: pass rate and tokens of a run, with None where there is no number."""
     report = Report("练习 10.2：summarise —— 一次评测的通过率和 tokens，没有数就写 None")
     if report.borrows(fn, summary, hint=(
-            "这道题要你自己数：bench.summary 把改过测试的任务也算作通过，"
-            "没有任务时通过率写 0.0。自己遍历 records 算这五个数。")):
+            "这道题要你自己数：bench.summary 没有任务时通过率写 0.0，"
+            "出错的任务没有 tokens 也照样给出合计。自己遍历 records 算这五个数。")):
         return report.verdict()
     for name, records, hint in SUMMARY_CASES:
         with report.case(name):
