@@ -220,7 +220,7 @@ def sample_task(folder: Path) -> None:
     shutil.copytree(SUITE_DIR / SAMPLE_TASK, folder, dirs_exist_ok=True)
 
 
-@_about("包里的 bench.summary（它把改了测试才通过的也算作通过，没有记录时通过率写 0）")
+@_about("包里的 bench.summary（通过就是留出的测试判定 resolved；没有记录时通过率写 0）")
 def bench_totals(records: list[Any]) -> dict[str, Any]:
     """Exercise 10.2: `bench.summary`'s numbers under the exercise's five keys."""
     from .bench import summary
