@@ -28,6 +28,7 @@ Slash commands are a table (`COMMANDS`); `@command` adds one.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import time
@@ -163,7 +164,7 @@ class Session:
         if len(lines) > MAX_SHOWN_DIFF_LINES:
             hidden = len(lines) - MAX_SHOWN_DIFF_LINES
             lines = [*lines[:MAX_SHOWN_DIFF_LINES], f"… 还有 {hidden} 行"]
-        self.console.print(Syntax("\n".join(visible_lines(lines)), "diff", theme="ansi_dark",
+        self.console.print(Syntax("\n".join(map(visible, lines)), "diff", theme="ansi_dark",
                                   background_color="default"))
 
     # --- one turn -----------------------------------------------------------------
@@ -332,14 +333,8 @@ APPROVAL_NOTES = {
 }
 
 
-def visible_lines(lines: list[str]) -> list[str]:
-    return [visible(line) for line in lines]
-
-
 def _diff_texts(before: dict[str, str], after: dict[str, str]) -> str:
     """A unified diff between two {path: text} maps (the same format as workspace_diff)."""
-    import difflib
-
     parts: list[str] = []
     for name in sorted(before.keys() | after.keys()):
         old, new = before.get(name, ""), after.get(name, "")
