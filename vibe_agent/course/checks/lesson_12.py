@@ -32,7 +32,18 @@ from ...memory import MemoryFile, memory_prompt
 from ...plan import TodoList, tests_gate, todo_problems
 from ..scripted import Reply, ScriptedModel, answer, call, calls
 from . import MODEL, Report, Verdict, attempt, fail, short
-from .lesson_09 import _environment, _write
+from .lesson_09 import (
+    CALC_RIGHT,
+    CALC_WRONG,
+    FAKE_KEY,
+    INI,
+    PYTEST,
+    SAYS_FIXED,
+    TEST_ADD,
+    TEST_NO_SECRET,
+    _environment,
+    _write,
+)
 
 # ---------------------------------------------------------------------------
 # Exercise 1: the todo list's rules
@@ -112,18 +123,8 @@ def check_check_todos(fn: Callable[[Any], Any]) -> Verdict:
 # Exercise 2: the finish check for a workspace
 # ---------------------------------------------------------------------------
 
-PYTEST = "python -m pytest -q"
-INI = {"pytest.ini": "[pytest]\n"}
-RIGHT = {"calc.py": "def add(a, b):\n    return a + b\n"}
-WRONG = {"calc.py": "def add(a, b):\n    return a - b\n"}
-TEST_ADD = {"test_calc.py": "from calc import add\n\n\ndef test_add():\n"
-                            "    assert add(2, 3) == 5\n"}
-TEST_NO_SECRET = {"test_env.py": "import os\n\n\ndef test_no_key_in_the_environment():\n"
-                                 "    assert 'OPENAI_API_KEY' not in os.environ\n"}
 CHECK_FAILS = {"check.py": "import sys\n\nprint('校验失败：金额必须是整数分')\nsys.exit(1)\n"}
 SLOW = {"slow.py": "import time\n\ntime.sleep(3)\n"}
-FAKE_KEY = "sk-checker-fake-key-not-real"
-SAYS_FIXED = "已修复，测试全部通过。"
 SAYS_NOT_FIXED = "抱歉，没能修好。"
 WORDS_HINT = "不看 answer：模型说“已修复”不算数，只看测试命令的退出码（exit_code == 0）。"
 OUTPUT_HINT = ("测试失败时返回的文字要带上测试的输出（result.output）：模型要读它才知道哪里还错着；"
@@ -144,23 +145,23 @@ class GateCase:
 
 
 GATE_CASES = [
-    GateCase("测试通过：放行", INI | RIGHT | TEST_ADD, True,
+    GateCase("测试通过：放行", INI | CALC_RIGHT | TEST_ADD, True,
              "测试通过（退出码 0）时返回 None，循环才能结束；总是返回一段话的检查会让运行"
              "永远停不下来（直到 max_refusals 或 max_iters）。"),
-    GateCase("模型说已修复，测试却失败", INI | WRONG | TEST_ADD, False, WORDS_HINT,
+    GateCase("模型说已修复，测试却失败", INI | CALC_WRONG | TEST_ADD, False, WORDS_HINT,
              shows="assert -1 == 5"),
-    GateCase("模型说没修好，测试却通过了", INI | RIGHT | TEST_ADD, True, WORDS_HINT,
+    GateCase("模型说没修好，测试却通过了", INI | CALC_RIGHT | TEST_ADD, True, WORDS_HINT,
              answer=SAYS_NOT_FIXED),
-    GateCase("判定命令不是 pytest：python check.py", INI | RIGHT | TEST_ADD | CHECK_FAILS, False,
-             "运行参数 command 给的命令，不要写死 python -m pytest。", command="python check.py",
-             shows="金额必须是整数分"),
-    GateCase("一个测试也没有（pytest 退出码 5）", INI | WRONG, False,
+    GateCase("判定命令不是 pytest：python check.py", INI | CALC_RIGHT | TEST_ADD | CHECK_FAILS,
+             False, "运行参数 command 给的命令，不要写死 python -m pytest。",
+             command="python check.py", shows="金额必须是整数分"),
+    GateCase("一个测试也没有（pytest 退出码 5）", INI | CALC_WRONG, False,
              "只有退出码 0 算通过：不要写 exit_code != 1，也不要在输出里找 “failed”。"),
     GateCase("测试超时（timeout=1 秒）", INI | SLOW, False,
              "把 timeout 传给 run_in_sandbox(..., timeout=timeout)。超时被杀掉时 exit_code "
              "是 None，`not exit_code` 会把它当成通过：写 exit_code == 0。",
              command="python slow.py", timeout=1.0),
-    GateCase("环境里有 OPENAI_API_KEY：测试必须在沙箱里跑", INI | RIGHT | TEST_NO_SECRET, True,
+    GateCase("环境里有 OPENAI_API_KEY：测试必须在沙箱里跑", INI | CALC_RIGHT | TEST_NO_SECRET, True,
              "测试看到了 OPENAI_API_KEY：命令没有在沙箱里运行。"
              "用 vibe_agent.sandbox.run_in_sandbox，不要用 subprocess.run。",
              env={"OPENAI_API_KEY": FAKE_KEY}),
@@ -212,7 +213,7 @@ def check_tests_gate(fn: Callable[..., Any]) -> Verdict:
                 if problem := _gate_problem(got.get(case.hint), case):
                     fail(*problem)
         with report.case("放进 run_agent：先说已修复的模型被要求继续，修好后结束"):
-            workspace = _write(Path(folder) / "loop", INI | WRONG | TEST_ADD)
+            workspace = _write(Path(folder) / "loop", INI | CALC_WRONG | TEST_ADD)
             model = _claims_then_fixes()
 
             def gate(text: str) -> str | None:
