@@ -115,6 +115,7 @@ def test_token_chart_speaks_chinese_when_a_font_can_draw_it(font, expected, capl
     assert drawn_texts(fig) == expected
     missing = [str(w.message) for w in recwarn if "missing from" in str(w.message)]
     assert not missing and "missing from" not in caplog.text  # warned or logged by version
+    assert "findfont" not in caplog.text  # no font asked for by a name not installed
     if font:
         assert fig.axes[0].title.get_fontproperties().get_family()[0] == font
 
@@ -126,3 +127,43 @@ def test_cjk_font_is_the_first_installed_one_or_none():
 
     installed = {f.name for f in font_manager.fontManager.ttflist}
     assert cjk_font() == next((name for name in CJK_FONTS if name in installed), None)
+
+
+@pytest.fixture
+def no_cjk_font(monkeypatch):
+    """matplotlib as on a machine without any CJK font (its font list filtered)."""
+    from matplotlib import font_manager
+
+    from vibe_agent.course.widgets import CJK_FONTS, cjk_font
+
+    kept = [f for f in font_manager.fontManager.ttflist if f.name not in CJK_FONTS]
+    monkeypatch.setattr(font_manager.fontManager, "ttflist", kept)
+    cjk_font.cache_clear()
+    yield
+    cjk_font.cache_clear()
+
+
+def test_without_a_cjk_font_one_chinese_line_and_english_charts(no_cjk_font, capsys, caplog,
+                                                                 recwarn):
+    from vibe_agent.course.widgets import NO_CJK_FONT
+
+    result, _ = two_round_result()
+    caplog.set_level("WARNING")
+    figures = [token_chart(result.usage, label="完整历史", labels={"裁剪后": result.usage})
+               for _ in range(2)]
+    for fig in figures:
+        fig.canvas.draw()
+    assert capsys.readouterr().out == NO_CJK_FONT + "\n"  # once, not once per chart
+    assert drawn_texts(figures[1]) == {"title": "prompt tokens per round", "x": "round",
+                                       "legend": "series 1 | series 2"}
+    assert caplog.text == "" and not [w for w in recwarn if "Glyph" in str(w.message)]
+
+
+@pytest.mark.parametrize(("font", "style"), [
+    ("WenQuanYi Micro Hei", {"font.family": ["WenQuanYi Micro Hei", "sans-serif"]}),
+    (None, {}),
+], ids=["cjk-font-then-generic-sans-serif", "no-font-no-change"])
+def test_chart_style_names_only_the_font_and_a_generic_family(font, style):
+    from vibe_agent.course.widgets import chart_style
+
+    assert chart_style(font) == style

@@ -61,7 +61,6 @@ import sys
 import tempfile
 import threading
 import time
-import unicodedata
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -89,6 +88,7 @@ from .client import ConfigError, cassette_path, make_client, settings
 from .judge import judge, test_ids
 from .known_fix import KNOWN_FIX_LABEL, KNOWN_FIX_MODEL_NAME, known_fix_model
 from .tasks import SUITE_DIR, Task, TaskError, copy_repo, load_task
+from .text import width as text_width
 
 ModelFactory = Callable[[Task], tuple[openai.OpenAI, str]]  # task -> (client, model name)
 RegistryFactory = Callable[[Path, Task], ToolRegistry]  # (workspace, task) -> the tools
@@ -450,13 +450,8 @@ def summary(records: Sequence[TaskRecord], wall_seconds: float) -> dict[str, Any
     }
 
 
-def _width(text: str) -> int:
-    """Columns a string takes in a terminal: CJK characters take two."""
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
-
-
 def _pad(text: str, width: int) -> str:
-    return text + " " * max(0, width - _width(text))
+    return text + " " * max(0, width - text_width(text))
 
 
 ERROR_KINDS = {"task": "任务文件有误", "harness": "评测框架出错", "interrupted": "已中断"}
@@ -469,7 +464,7 @@ def format_table(records: Sequence[TaskRecord], wall_seconds: float) -> str:
              f"{len(r.discarded)} 处" if r.discarded else "-", r.stop_reason,
              str(r.model_calls), "n/a" if r.tokens is None else str(r.tokens),
              f"{r.seconds:.1f}"] for r in records]
-    widths = [max(_width(row[i]) for row in [header, *rows]) + 2 for i in range(len(header))]
+    widths = [max(text_width(row[i]) for row in [header, *rows]) + 2 for i in range(len(header))]
     lines = ["".join(_pad(cell, w) for cell, w in zip(row, widths, strict=True)).rstrip()
              for row in [header, *rows]]
     for r in records:

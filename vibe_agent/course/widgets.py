@@ -10,9 +10,11 @@ was given, so the same trace always shows the same thing (nbval-friendly: no
 
 `token_chart(usage)` draws the prompt tokens of each round from the API's `usage`
 (matplotlib), which shows the resent history growing. Its words are Chinese, drawn
-with the first CJK font installed (`CJK_FONTS`, e.g. WenQuanYi Micro Hei); on a
-machine without one, each Chinese text falls back to its English twin, so no chart
-ever shows empty boxes or floods the notebook with missing-glyph warnings.
+with the first CJK font installed (`cjk_font()` over `CJK_FONTS`, e.g. WenQuanYi Micro
+Hei) inside `plt.rc_context(chart_style(font))`, never by changing the global
+`rcParams`; other charts (lesson 10's) draw the same way. On a machine without a CJK
+font, one Chinese line says so and each Chinese text falls back to its English twin,
+so no chart shows empty boxes or floods the notebook with font warnings.
 """
 
 from __future__ import annotations
@@ -116,17 +118,36 @@ class TraceViewer(widgets.VBox):
 
 
 # Fonts with Chinese glyphs, best first (Linux, then macOS and Windows names).
-CJK_FONTS = ("WenQuanYi Micro Hei", "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC",
-             "PingFang SC", "Microsoft YaHei", "SimHei")
+CJK_FONTS = ("WenQuanYi Micro Hei", "WenQuanYi Zen Hei", "Noto Sans CJK SC", "Noto Sans SC",
+             "Source Han Sans SC", "PingFang SC", "Heiti SC", "Microsoft YaHei", "SimHei")
+
+NO_CJK_FONT = ("图表：这台机器上没有中文字体，图里的文字改用英文。想看中文："
+               "安装一个（Debian/Ubuntu：apt install fonts-wqy-microhei），"
+               "删掉 matplotlib 的字体缓存（~/.cache/matplotlib）后重启内核。")
 
 
 @cache
 def cjk_font() -> str | None:
-    """The first of `CJK_FONTS` that matplotlib can find here, else None."""
+    """The first of `CJK_FONTS` that matplotlib can find here, else None (the first
+    call that finds none prints `NO_CJK_FONT`: one line, once per process)."""
     from matplotlib import font_manager
 
     installed = {font.name for font in font_manager.fontManager.ttflist}
-    return next((name for name in CJK_FONTS if name in installed), None)
+    font = next((name for name in CJK_FONTS if name in installed), None)
+    if font is None:
+        print(NO_CJK_FONT)
+    return font
+
+
+def chart_style(font: str | None) -> dict[str, Any]:
+    """The rcParams to draw a chart with `font` ({} for None), for `plt.rc_context`.
+
+    The family list is the CJK font, then the generic "sans-serif" (matplotlib's own
+    DejaVu Sans) for the glyphs it lacks. Not the names in `rcParams["font.sans-serif"]`
+    one by one: each of those that is not installed (Arial, Helvetica, ...) logs a
+    "findfont: Font family ... not found" warning at every text drawn.
+    """
+    return {"font.family": [font, "sans-serif"]} if font else {}
 
 
 def chart_text(chinese: str, english: str, font: str | None) -> str:
@@ -152,10 +173,9 @@ def token_chart(usage: list[dict[str, Any] | None], title: str = "每轮发送�
 
     font = cjk_font() if font == "" else font
     series = {label: usage} | (labels or {})
-    # The family list is kept by every text made under it: the CJK font first, then
-    # the usual sans-serif fonts for the glyphs it lacks (matplotlib's font fallback).
-    style = {"font.family": [font, *plt.rcParams["font.sans-serif"]]} if font else {}
-    with plt.rc_context(style):
+    # Every text made under this context keeps its family list, also when it is drawn
+    # later (the notebook draws the returned figure after this function has returned).
+    with plt.rc_context(chart_style(font)):
         fig, ax = plt.subplots(figsize=(6.4, 3.2))
         width = 0.8 / len(series)
         for k, (name, values) in enumerate(series.items()):
