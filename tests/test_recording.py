@@ -17,7 +17,7 @@ import httpx2
 import openai
 import pytest
 
-from vibe_agent import tools
+from vibe_agent import web
 from vibe_agent.course import cassette as cassette_module
 from vibe_agent.course.cassette import (
     Cassette,
@@ -75,7 +75,7 @@ def gzip_bomb(megabytes: int = 200) -> bytes:
 BOMB = gzip_bomb()
 
 
-def recording(tmp_path: Path, deadline: float = tools.FETCH_DEADLINE_S) -> tuple[Cassette, World]:
+def recording(tmp_path: Path, deadline: float = web.FETCH_DEADLINE_S) -> tuple[Cassette, World]:
     tape = Cassette("pages", {"source": "scripted-reference"}, [], tmp_path / "pages.json")
     world = World(now=system_clock, http=httpx2.Client(
         transport=RecordTransport(tape, httpx2.HTTPTransport(), deadline=deadline),
@@ -87,7 +87,7 @@ def recording(tmp_path: Path, deadline: float = tools.FETCH_DEADLINE_S) -> tuple
 
 def test_record_uses_the_caps_fetch_url_exports():
     transport = RecordTransport(Cassette("t", {}), httpx2.MockTransport(lambda r: None))
-    assert (transport.max_bytes, transport.deadline) == (tools.MAX_BYTES, tools.FETCH_DEADLINE_S)
+    assert (transport.max_bytes, transport.deadline) == (web.MAX_BYTES, web.FETCH_DEADLINE_S)
 
 
 @pytest.mark.parametrize(("route", "encoding"), [
@@ -98,12 +98,12 @@ def test_a_huge_page_is_recorded_only_up_to_the_cap(tmp_path, serve, route, enco
     base = serve({"/page": route})
     tape, world = recording(tmp_path)
     response = world.http.get(f"{base}/page")
-    assert len(response.content) == tools.MAX_BYTES
+    assert len(response.content) == web.MAX_BYTES
     saved = tape.save()
     # was 21 MB / 1.26 GB; zeros are written as JSON escapes (\u0000, 6 bytes each)
-    assert saved.stat().st_size < 7 * tools.MAX_BYTES
+    assert saved.stat().st_size < 7 * web.MAX_BYTES
     page = tape.interactions[0]["response"]
-    assert page["truncated_at"] == tools.MAX_BYTES and len(page["text"]) == tools.MAX_BYTES
+    assert page["truncated_at"] == web.MAX_BYTES and len(page["text"]) == web.MAX_BYTES
     replayed = replay_world(Cassette.load(saved)).http.get(f"{base}/page")
     assert replayed.content == response.content
 
@@ -136,7 +136,7 @@ def test_gzip_bomb_recording_keeps_memory_small(tmp_path):
     assert done.returncode == 0, done.stderr
     before_mb, after_mb, size = map(int, done.stdout.split())
     print(f"record-mode peak RSS on the gzip bomb: {after_mb} MB (before: {before_mb} MB)")
-    assert after_mb - before_mb < 64 and size < 7 * tools.MAX_BYTES  # was 3 GB RSS
+    assert after_mb - before_mb < 64 and size < 7 * web.MAX_BYTES  # was 3 GB RSS
 
 
 @pytest.mark.parametrize("route", [trickle, trickle_headers], ids=["body", "headers"])

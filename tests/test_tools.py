@@ -21,7 +21,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vibe_agent.tools import MAX_BYTES, MAX_REDIRECTS, DemoTools, forbidden_kind
+from vibe_agent.tools import DemoTools
+from vibe_agent.web import MAX_BYTES, MAX_REDIRECTS, forbidden_kind
 from vibe_agent.world import World
 
 

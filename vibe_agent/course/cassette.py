@@ -47,7 +47,7 @@ from typing import Any
 
 import httpx2
 
-from ..tools import FETCH_DEADLINE_S, MAX_BYTES
+from ..web import FETCH_DEADLINE_S, MAX_BYTES
 from ..world import World, http_client
 from .redact import Redactor
 from .sse import event_stream, parse_events
