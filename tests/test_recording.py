@@ -19,15 +19,9 @@ import pytest
 
 from vibe_agent import web
 from vibe_agent.course import cassette as cassette_module
-from vibe_agent.course.cassette import (
-    Cassette,
-    RecordingFailed,
-    RecordTransport,
-    promote_partial,
-    record_world,
-    replay_world,
-)
+from vibe_agent.course.cassette import Cassette, RecordingFailed, promote_partial
 from vibe_agent.course.client import make_client
+from vibe_agent.course.transports import RecordTransport, record_world, replay_world
 from vibe_agent.world import World, system_clock
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,7 +107,8 @@ def test_gzip_bomb_recording_keeps_memory_small(tmp_path):
     script = textwrap.dedent(f"""
         import resource, threading, zlib, httpx2
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-        from vibe_agent.course.cassette import Cassette, RecordTransport
+        from vibe_agent.course.cassette import Cassette
+        from vibe_agent.course.transports import RecordTransport
         packer = zlib.compressobj(9, zlib.DEFLATED, 31)
         bomb = b"".join(packer.compress(bytes({MB})) for _ in range(200)) + packer.flush()
         class H(BaseHTTPRequestHandler):
