@@ -22,6 +22,7 @@ from vibe_agent.course import cassette as cassette_module
 from vibe_agent.course.cassette import Cassette, RecordingFailed, promote_partial
 from vibe_agent.course.client import make_client
 from vibe_agent.course.transports import RecordTransport, record_world, replay_world
+from vibe_agent.tools import DemoTools
 from vibe_agent.world import World, system_clock
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -178,6 +179,37 @@ def test_without_following_the_redirect_target_is_still_there(tmp_path, serve):
     again = replay_world(Cassette.load(tape.save())).http.get(f"{base}/old",
                                                                 follow_redirects=False)
     assert first.headers["location"] == again.headers["location"] == "https://example.com/"
+
+
+def packed(data: bytes, wbits: int) -> bytes:
+    """`data` compressed: wbits 31 is gzip, 15 zlib-wrapped deflate, -15 raw deflate."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    return packer.compress(data) + packer.flush()
+
+
+PAGE_TEXT = "<p>Hello, 世界</p>"
+
+
+@pytest.mark.parametrize(("body", "encoding"), [
+    (PAGE_TEXT.encode(), "identity"),
+    (packed(PAGE_TEXT.encode(), 31), "gzip"),
+    (packed(PAGE_TEXT.encode(), 15), "deflate"),
+    (packed(PAGE_TEXT.encode(), -15), "deflate"),  # no zlib header: some servers send it
+    (packed(packed(PAGE_TEXT.encode(), 31), 31), "gzip, gzip"),
+], ids=["identity", "gzip", "deflate", "raw-deflate", "gzip-twice"])
+def test_a_compressed_page_is_recorded_as_fetch_url_reads_it(tmp_path, serve, body, encoding):
+    """The recorder reads pages with fetch_url's own reader: live, recorded and replayed agree."""
+    base = serve({"/page": send(200, body, content_type="text/html; charset=utf-8",
+                                content_encoding=encoding)})
+    url = f"{base}/page"
+    tape = Cassette("pages", {"source": "scripted-reference"}, [], tmp_path / "pages.json")
+    live = DemoTools(World(), allow_private=True).fetch_url(url)
+    recorded = DemoTools(record_world(tape, system_clock, httpx2.HTTPTransport()),
+                         allow_private=True).fetch_url(url)
+    replayed = DemoTools(replay_world(Cassette.load(tape.save())),
+                         allow_private=True).fetch_url(url)
+    assert live == recorded == replayed == PAGE_TEXT
+    assert tape.interactions[0]["response"]["text"] == PAGE_TEXT
 
 
 # --- (11) a recording whose model calls failed never replaces a good cassette ---------------

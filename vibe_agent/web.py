@@ -271,13 +271,16 @@ def _get_once(http: httpx2.Client, url: str, guard: _FetchGuard, max_bytes: int
 
 def read_body(response: httpx2.Response, deadline: float, max_bytes: int = MAX_BYTES
               ) -> tuple[bytes, bool]:
-    """Read a streamed response's body within a byte cap and a deadline.
+    """Read a response's body within a byte cap and a deadline.
 
     The cap counts decompressed bytes, and httpx2 decompresses in steps of at most
-    1 MiB, so a small gzip bomb never grows far past `max_bytes` in memory.
+    1 MiB, so a small gzip bomb never grows far past `max_bytes` in memory. The
+    course's recorder reads pages with this function too, so a recording never
+    holds more than `fetch_url` would see.
 
     Args:
-        response: a response opened with `stream()` and not read yet.
+        response: a response whose body was not read yet (from `http.stream()`, or
+            straight from a transport).
         deadline: the `time.monotonic()` value by which reading must be done.
         max_bytes: keep at most this many bytes (after decompression).
 
@@ -285,18 +288,18 @@ def read_body(response: httpx2.Response, deadline: float, max_bytes: int = MAX_B
         The body, at most `max_bytes` long, and whether reading stopped at the cap.
 
     Raises:
-        FetchTimeout: the deadline passed.
+        httpx2.ReadTimeout: the deadline passed.
         httpx2.HTTPError: the network failed or the compressed data is corrupt.
     """
     body = bytearray()
     for chunk in response.iter_bytes():
         body += chunk
         if time.monotonic() > deadline:  # a page that trickles in
-            raise FetchTimeout(f"{response.url} did not load in time.")
+            raise httpx2.ReadTimeout("the page did not load in time")
         if len(body) > max_bytes:
             return bytes(body[:max_bytes]), True
     if time.monotonic() > deadline:  # the watchdog may have cut the body short
-        raise FetchTimeout(f"{response.url} did not load in time.")
+        raise httpx2.ReadTimeout("the page did not load in time")
     return bytes(body), False
 
 

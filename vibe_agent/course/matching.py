@@ -18,8 +18,6 @@ from typing import Any
 ABSENT = "<没有>"  # a field one of the two requests does not have
 
 
-
-
 def normalise(value: Any) -> Any:
     """Drop None and empty values recursively; dict keys come out sorted."""
     if isinstance(value, dict):

@@ -3,10 +3,11 @@
 Replay sits UNDER the SDK (its `http_client` transport), so the SDK parses real JSON:
 
     openai.OpenAI(http_client=httpx2.Client(transport=ReplayTransport(cassette, fallback)))
-    a request -> in the cassette?  yes: the recorded response
-                                   no:  ReplayMiss (strict replay: no fallback), naming
-                                        the nearest recording and every differing field,
-                                        or the `Fallback` answers it and says so (offline)
+
+    a request -> in the cassette? -> yes: the recorded response
+                                  -> no, strict replay: ReplayMiss, naming the nearest
+                                     recording and every field that differs
+                                  -> no, offline: the `Fallback` answers, and says so
 
 `RecordTransport` passes requests to the real model (or the real web) and writes what
 came back into the cassette; it reads pages with fetch_url's byte cap and deadline
@@ -19,16 +20,15 @@ from __future__ import annotations
 import base64
 import json
 import sys
-import threading
 import time
-import zlib
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import httpx2
 
-from ..web import FETCH_DEADLINE_S, MAX_BYTES
+from ..registry import StillRunning, run_in_thread
+from ..web import FETCH_DEADLINE_S, MAX_BYTES, read_body
 from ..world import World, http_client
 from .cassette import Cassette
 from .matching import normalise
@@ -283,66 +283,36 @@ _PAGE_ERRORS: dict[str, type[httpx2.TransportError]] = {
                                   httpx2.DecodingError, httpx2.PoolTimeout, httpx2.WriteTimeout)}
 
 
-def _decoder(encoding: str) -> Any:
-    """A decompressor whose output can be capped (`decompress(data, max_length)`)."""
-    encoding = encoding.strip().lower()
-    if encoding in ("", "identity"):
-        return None
-    if encoding in ("gzip", "x-gzip"):
-        return zlib.decompressobj(16 + zlib.MAX_WBITS)
-    if encoding == "deflate":
-        return zlib.decompressobj()
-    raise httpx2.DecodingError(f"unsupported content-encoding {encoding!r}")
-
-
-def _read_body(response: httpx2.Response, max_bytes: int) -> tuple[bytes, bool]:
-    """At most `max_bytes` decoded bytes of a response, and whether there was more."""
-    decoder = _decoder(response.headers.get("content-encoding", ""))
-    body = bytearray()
-    raw_budget = 4 * max_bytes  # compressed data that decodes to nothing is not read forever
-    for chunk in response.stream:
-        raw_budget -= len(chunk)
-        try:
-            body += decoder.decompress(chunk, max_bytes + 1 - len(body)) if decoder else chunk
-        except zlib.error as exc:
-            raise httpx2.DecodingError(f"could not decompress the page ({exc})") from None
-        if len(body) > max_bytes or raw_budget < 0:
-            return bytes(body[:max_bytes]), True
-    return bytes(body), False
-
-
 def _read_page_capped(upstream: httpx2.BaseTransport, request: httpx2.Request,
                       max_bytes: int, deadline: float) -> dict[str, Any]:
     """GET a page through `upstream` with fetch_url's caps; the record to store.
 
-    The download runs in a helper thread so that one deadline covers everything,
-    even a server that trickles its headers a byte at a time.
+    The body is read by fetch_url's own reader (`read_body`). The download runs in a
+    helper thread (`run_in_thread`) so that one deadline covers everything, even a
+    server that trickles its headers a byte at a time.
     """
-    request.headers["accept-encoding"] = "gzip, deflate"  # only what we can cap
-    outcome: dict[str, Any] = {}
+    request.headers["accept-encoding"] = "gzip, deflate"  # decoded by every install
+    ends = time.monotonic() + deadline
+    opened: list[httpx2.Response] = []  # closed from here if the download overruns
 
-    def download() -> None:
-        try:
-            response = upstream.handle_request(request)
-            outcome["response"] = response
-            outcome["body"] = _read_body(response, max_bytes)
-            response.close()
-        except Exception as exc:  # noqa: BLE001 - handed to the waiting thread below
-            outcome["error"] = exc
+    def download() -> tuple[httpx2.Response, bytes, bool]:
+        response = upstream.handle_request(request)
+        opened.append(response)
+        content, capped = read_body(response, ends, max_bytes)
+        response.close()
+        return response, content, capped
 
-    worker = threading.Thread(target=download, daemon=True, name="record-page")
-    worker.start()
-    worker.join(deadline)
-    if worker.is_alive():
-        if "response" in outcome:
-            _close_quietly(outcome["response"])
-        raise httpx2.ReadTimeout(f"the page took longer than {deadline:g} s", request=request)
-    if "error" in outcome:
-        error = outcome["error"]
-        if isinstance(error, httpx2.TransportError):
-            raise error
-        raise httpx2.ReadError(f"{type(error).__name__}: {error}", request=request)
-    response, (content, capped) = outcome["response"], outcome["body"]
+    try:
+        response, content, capped = run_in_thread(download, deadline, "record-page")
+    except StillRunning:
+        for response in opened:
+            _close_quietly(response)
+        raise httpx2.ReadTimeout(f"the page took longer than {deadline:g} s",
+                                 request=request) from None
+    except httpx2.TransportError:
+        raise
+    except Exception as error:  # noqa: BLE001 - replayed as a network error
+        raise httpx2.ReadError(f"{type(error).__name__}: {error}", request=request) from None
     record: dict[str, Any] = {"status": response.status_code,
                               "content_type": response.headers.get("content-type", "")}
     if response.headers.get("location"):
