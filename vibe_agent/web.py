@@ -72,13 +72,124 @@ class Page:
     capped: bool
 
 
-# The kinds of address fetch_url refuses, in the order they are named (127.0.0.1 is also
-# "private" to the ipaddress module; "loopback" says more).
-FORBIDDEN_KINDS = ("loopback", "unspecified", "link_local", "multicast", "reserved", "private")
-
 # Sent with every fetch: a fresh connection each time, so that it is checked and the
 # watchdog owns its socket (a kept-alive connection would skip both).
 FETCH_HEADERS = {"Connection": "close"}
+
+
+def read_page(http: httpx2.Client, url: str, timeout: float = FETCH_DEADLINE_S,
+              max_bytes: int = MAX_BYTES, allow_private: bool = False) -> Page:
+    """GET an http(s) URL and return its text, reading at most `max_bytes` bytes.
+
+    Redirects are followed here, at most MAX_REDIRECTS, each new address checked like
+    the first (steps 1-3 of the module docstring). One deadline covers the whole fetch.
+
+    Args:
+        http: the HTTP client to use (normally `world.http`).
+        url: an http:// or https:// address.
+        timeout: seconds allowed for the whole fetch, redirects included.
+        max_bytes: keep at most this many bytes of the page (after decompression).
+        allow_private: also read loopback and private addresses (a course-local server).
+
+    Raises:
+        FetchError: bad URL, refused address, HTTP error status, too slow, network failure
+            or corrupt compressed data.
+    """
+    url = url.strip()
+    _check_url(url)
+    try:
+        guard = _FetchGuard(url, timeout, allow_private)
+    except httpx2.InvalidURL as exc:
+        raise FetchError(f"could not fetch {url} ({exc}). Check the address.") from None
+    with guard:
+        for _ in range(MAX_REDIRECTS + 1):
+            result = _get_once(http, url, guard, max_bytes)
+            if isinstance(result, Page):
+                return result
+            url = result
+    raise FetchError(f"{guard.first_url} redirected more than {MAX_REDIRECTS} times. "
+                     "Try another URL.")
+
+
+def _check_url(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise FetchError(f"'{url}' is not an http:// or https:// URL. Give a full web address.")
+
+
+def _get_once(http: httpx2.Client, url: str, guard: _FetchGuard, max_bytes: int
+              ) -> Page | str:
+    """One GET within the guard: the page, or the URL it redirects to."""
+    try:
+        guard.url = httpx2.URL(url)
+        with http.stream("GET", url, headers=FETCH_HEADERS, timeout=guard.remaining(),
+                         follow_redirects=False, extensions={"trace": guard.trace}) as response:
+            if response.is_redirect:  # a 3xx with a Location header
+                location = response.headers["location"]
+                target = str(response.url.join(location))
+                if urlsplit(target).scheme not in ("http", "https"):
+                    raise FetchError(f"{url} redirects to '{location}', which is not an "
+                                     "http:// or https:// URL. Try another URL.")
+                return target
+            if response.status_code >= 400:
+                raise FetchError(f"HTTP {response.status_code} from {url}. Try another URL.")
+            body, capped = read_body(response, guard.deadline, max_bytes)
+            return Page(text=_decode(body, response.charset_encoding), capped=capped)
+    except (FetchTimeout, httpx2.TimeoutException):
+        raise guard.too_slow() from None
+    except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
+        if time.monotonic() >= guard.deadline:  # the watchdog cut the connection
+            raise guard.too_slow() from None
+        raise FetchError(f"could not fetch {url} ({exc}). Check the address.") from None
+
+
+def read_body(response: httpx2.Response, deadline: float, max_bytes: int = MAX_BYTES
+              ) -> tuple[bytes, bool]:
+    """Read a response's body within a byte cap and a deadline.
+
+    The cap counts decompressed bytes, and httpx2 decompresses in steps of at most
+    1 MiB, so a small gzip bomb never grows far past `max_bytes` in memory. The
+    course's recorder reads pages with this function too, so a recording never
+    holds more than `fetch_url` would see.
+
+    Args:
+        response: a response whose body was not read yet (from `http.stream()`, or
+            straight from a transport).
+        deadline: the `time.monotonic()` value by which reading must be done.
+        max_bytes: keep at most this many bytes (after decompression).
+
+    Returns:
+        The body, at most `max_bytes` long, and whether reading stopped at the cap.
+
+    Raises:
+        httpx2.ReadTimeout: the deadline passed.
+        httpx2.HTTPError: the network failed or the compressed data is corrupt.
+    """
+    body = bytearray()
+    for chunk in response.iter_bytes():
+        body += chunk
+        if time.monotonic() > deadline:  # a page that trickles in
+            raise httpx2.ReadTimeout("the page did not load in time")
+        if len(body) > max_bytes:
+            return bytes(body[:max_bytes]), True
+    if time.monotonic() > deadline:  # the watchdog may have cut the body short
+        raise httpx2.ReadTimeout("the page did not load in time")
+    return bytes(body), False
+
+
+def _decode(body: bytes, charset: str | None) -> str:
+    """Decode with the declared charset; fall back to UTF-8. Bad bytes become '�'."""
+    try:
+        return body.decode(charset or "utf-8", errors="replace")
+    except LookupError:  # the server named a charset Python does not know
+        return body.decode("utf-8", errors="replace")
+
+
+# --- the guard: which addresses a fetch may reach, and its deadline watchdog -------
+
+# The kinds of address fetch_url refuses, in the order they are named (127.0.0.1 is also
+# "private" to the ipaddress module; "loopback" says more).
+FORBIDDEN_KINDS = ("loopback", "unspecified", "link_local", "multicast", "reserved", "private")
 
 
 def forbidden_kind(address: str) -> str | None:
@@ -201,111 +312,3 @@ class _FetchGuard:
         with contextlib.suppress(OSError):  # already closed
             # the plain socket's method, also for a TLS socket (its own would drop TLS state)
             socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-
-def _check_url(url: str) -> None:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise FetchError(f"'{url}' is not an http:// or https:// URL. Give a full web address.")
-
-
-def read_page(http: httpx2.Client, url: str, timeout: float = FETCH_DEADLINE_S,
-              max_bytes: int = MAX_BYTES, allow_private: bool = False) -> Page:
-    """GET an http(s) URL and return its text, reading at most `max_bytes` bytes.
-
-    Redirects are followed here, at most MAX_REDIRECTS, each new address checked like
-    the first (steps 1-3 of the module docstring). One deadline covers the whole fetch.
-
-    Args:
-        http: the HTTP client to use (normally `world.http`).
-        url: an http:// or https:// address.
-        timeout: seconds allowed for the whole fetch, redirects included.
-        max_bytes: keep at most this many bytes of the page (after decompression).
-        allow_private: also read loopback and private addresses (a course-local server).
-
-    Raises:
-        FetchError: bad URL, refused address, HTTP error status, too slow, network failure
-            or corrupt compressed data.
-    """
-    url = url.strip()
-    _check_url(url)
-    try:
-        guard = _FetchGuard(url, timeout, allow_private)
-    except httpx2.InvalidURL as exc:
-        raise FetchError(f"could not fetch {url} ({exc}). Check the address.") from None
-    with guard:
-        for _ in range(MAX_REDIRECTS + 1):
-            result = _get_once(http, url, guard, max_bytes)
-            if isinstance(result, Page):
-                return result
-            url = result
-    raise FetchError(f"{guard.first_url} redirected more than {MAX_REDIRECTS} times. "
-                     "Try another URL.")
-
-
-def _get_once(http: httpx2.Client, url: str, guard: _FetchGuard, max_bytes: int
-              ) -> Page | str:
-    """One GET within the guard: the page, or the URL it redirects to."""
-    try:
-        guard.url = httpx2.URL(url)
-        with http.stream("GET", url, headers=FETCH_HEADERS, timeout=guard.remaining(),
-                         follow_redirects=False, extensions={"trace": guard.trace}) as response:
-            if response.is_redirect:  # a 3xx with a Location header
-                location = response.headers["location"]
-                target = str(response.url.join(location))
-                if urlsplit(target).scheme not in ("http", "https"):
-                    raise FetchError(f"{url} redirects to '{location}', which is not an "
-                                     "http:// or https:// URL. Try another URL.")
-                return target
-            if response.status_code >= 400:
-                raise FetchError(f"HTTP {response.status_code} from {url}. Try another URL.")
-            body, capped = read_body(response, guard.deadline, max_bytes)
-            return Page(text=_decode(body, response.charset_encoding), capped=capped)
-    except (FetchTimeout, httpx2.TimeoutException):
-        raise guard.too_slow() from None
-    except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
-        if time.monotonic() >= guard.deadline:  # the watchdog cut the connection
-            raise guard.too_slow() from None
-        raise FetchError(f"could not fetch {url} ({exc}). Check the address.") from None
-
-
-def read_body(response: httpx2.Response, deadline: float, max_bytes: int = MAX_BYTES
-              ) -> tuple[bytes, bool]:
-    """Read a response's body within a byte cap and a deadline.
-
-    The cap counts decompressed bytes, and httpx2 decompresses in steps of at most
-    1 MiB, so a small gzip bomb never grows far past `max_bytes` in memory. The
-    course's recorder reads pages with this function too, so a recording never
-    holds more than `fetch_url` would see.
-
-    Args:
-        response: a response whose body was not read yet (from `http.stream()`, or
-            straight from a transport).
-        deadline: the `time.monotonic()` value by which reading must be done.
-        max_bytes: keep at most this many bytes (after decompression).
-
-    Returns:
-        The body, at most `max_bytes` long, and whether reading stopped at the cap.
-
-    Raises:
-        httpx2.ReadTimeout: the deadline passed.
-        httpx2.HTTPError: the network failed or the compressed data is corrupt.
-    """
-    body = bytearray()
-    for chunk in response.iter_bytes():
-        body += chunk
-        if time.monotonic() > deadline:  # a page that trickles in
-            raise httpx2.ReadTimeout("the page did not load in time")
-        if len(body) > max_bytes:
-            return bytes(body[:max_bytes]), True
-    if time.monotonic() > deadline:  # the watchdog may have cut the body short
-        raise httpx2.ReadTimeout("the page did not load in time")
-    return bytes(body), False
-
-
-def _decode(body: bytes, charset: str | None) -> str:
-    """Decode with the declared charset; fall back to UTF-8. Bad bytes become '�'."""
-    try:
-        return body.decode(charset or "utf-8", errors="replace")
-    except LookupError:  # the server named a charset Python does not know
-        return body.decode("utf-8", errors="replace")
