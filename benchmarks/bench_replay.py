@@ -17,8 +17,9 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletion
 
-from vibe_agent.course.cassette import Cassette, ReplayTransport
+from vibe_agent.course.cassette import Cassette
 from vibe_agent.course.scripted import ScriptedModel, answer
+from vibe_agent.course.transports import ReplayTransport
 
 REPEAT = 2000
 

@@ -10,15 +10,9 @@ from pathlib import Path
 import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from vibe_agent.course.cassette import (
-    Cassette,
-    CassetteError,
-    ReplayMiss,
-    differences,
-    normalise,
-    request_key,
-)
+from vibe_agent.course.cassette import Cassette, CassetteError, ReplayMiss
 from vibe_agent.course.client import ConfigError, make_client, resolve_mode
+from vibe_agent.course.matching import differences, normalise, request_key
 from vibe_agent.course.pages import BundledPages
 from vibe_agent.course.scenarios import SCENARIOS, run_demo_tasks
 from vibe_agent.loop import run_agent

@@ -17,17 +17,12 @@ import httpx2
 import openai
 import pytest
 
-from vibe_agent import tools
+from vibe_agent import web
 from vibe_agent.course import cassette as cassette_module
-from vibe_agent.course.cassette import (
-    Cassette,
-    RecordingFailed,
-    RecordTransport,
-    promote_partial,
-    record_world,
-    replay_world,
-)
+from vibe_agent.course.cassette import Cassette, RecordingFailed, promote_partial
 from vibe_agent.course.client import make_client
+from vibe_agent.course.transports import RecordTransport, record_world, replay_world
+from vibe_agent.tools import DemoTools
 from vibe_agent.world import World, system_clock
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,7 +70,7 @@ def gzip_bomb(megabytes: int = 200) -> bytes:
 BOMB = gzip_bomb()
 
 
-def recording(tmp_path: Path, deadline: float = tools.FETCH_DEADLINE_S) -> tuple[Cassette, World]:
+def recording(tmp_path: Path, deadline: float = web.FETCH_DEADLINE_S) -> tuple[Cassette, World]:
     tape = Cassette("pages", {"source": "scripted-reference"}, [], tmp_path / "pages.json")
     world = World(now=system_clock, http=httpx2.Client(
         transport=RecordTransport(tape, httpx2.HTTPTransport(), deadline=deadline),
@@ -87,7 +82,7 @@ def recording(tmp_path: Path, deadline: float = tools.FETCH_DEADLINE_S) -> tuple
 
 def test_record_uses_the_caps_fetch_url_exports():
     transport = RecordTransport(Cassette("t", {}), httpx2.MockTransport(lambda r: None))
-    assert (transport.max_bytes, transport.deadline) == (tools.MAX_BYTES, tools.FETCH_DEADLINE_S)
+    assert (transport.max_bytes, transport.deadline) == (web.MAX_BYTES, web.FETCH_DEADLINE_S)
 
 
 @pytest.mark.parametrize(("route", "encoding"), [
@@ -98,12 +93,12 @@ def test_a_huge_page_is_recorded_only_up_to_the_cap(tmp_path, serve, route, enco
     base = serve({"/page": route})
     tape, world = recording(tmp_path)
     response = world.http.get(f"{base}/page")
-    assert len(response.content) == tools.MAX_BYTES
+    assert len(response.content) == web.MAX_BYTES
     saved = tape.save()
     # was 21 MB / 1.26 GB; zeros are written as JSON escapes (\u0000, 6 bytes each)
-    assert saved.stat().st_size < 7 * tools.MAX_BYTES
+    assert saved.stat().st_size < 7 * web.MAX_BYTES
     page = tape.interactions[0]["response"]
-    assert page["truncated_at"] == tools.MAX_BYTES and len(page["text"]) == tools.MAX_BYTES
+    assert page["truncated_at"] == web.MAX_BYTES and len(page["text"]) == web.MAX_BYTES
     replayed = replay_world(Cassette.load(saved)).http.get(f"{base}/page")
     assert replayed.content == response.content
 
@@ -113,7 +108,8 @@ def test_gzip_bomb_recording_keeps_memory_small(tmp_path):
     script = textwrap.dedent(f"""
         import resource, threading, zlib, httpx2
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-        from vibe_agent.course.cassette import Cassette, RecordTransport
+        from vibe_agent.course.cassette import Cassette
+        from vibe_agent.course.transports import RecordTransport
         packer = zlib.compressobj(9, zlib.DEFLATED, 31)
         bomb = b"".join(packer.compress(bytes({MB})) for _ in range(200)) + packer.flush()
         class H(BaseHTTPRequestHandler):
@@ -136,7 +132,7 @@ def test_gzip_bomb_recording_keeps_memory_small(tmp_path):
     assert done.returncode == 0, done.stderr
     before_mb, after_mb, size = map(int, done.stdout.split())
     print(f"record-mode peak RSS on the gzip bomb: {after_mb} MB (before: {before_mb} MB)")
-    assert after_mb - before_mb < 64 and size < 7 * tools.MAX_BYTES  # was 3 GB RSS
+    assert after_mb - before_mb < 64 and size < 7 * web.MAX_BYTES  # was 3 GB RSS
 
 
 @pytest.mark.parametrize("route", [trickle, trickle_headers], ids=["body", "headers"])
@@ -183,6 +179,37 @@ def test_without_following_the_redirect_target_is_still_there(tmp_path, serve):
     again = replay_world(Cassette.load(tape.save())).http.get(f"{base}/old",
                                                                 follow_redirects=False)
     assert first.headers["location"] == again.headers["location"] == "https://example.com/"
+
+
+def packed(data: bytes, wbits: int) -> bytes:
+    """`data` compressed: wbits 31 is gzip, 15 zlib-wrapped deflate, -15 raw deflate."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    return packer.compress(data) + packer.flush()
+
+
+PAGE_TEXT = "<p>Hello, 世界</p>"
+
+
+@pytest.mark.parametrize(("body", "encoding"), [
+    (PAGE_TEXT.encode(), "identity"),
+    (packed(PAGE_TEXT.encode(), 31), "gzip"),
+    (packed(PAGE_TEXT.encode(), 15), "deflate"),
+    (packed(PAGE_TEXT.encode(), -15), "deflate"),  # no zlib header: some servers send it
+    (packed(packed(PAGE_TEXT.encode(), 31), 31), "gzip, gzip"),
+], ids=["identity", "gzip", "deflate", "raw-deflate", "gzip-twice"])
+def test_a_compressed_page_is_recorded_as_fetch_url_reads_it(tmp_path, serve, body, encoding):
+    """The recorder reads pages with fetch_url's own reader: live, recorded and replayed agree."""
+    base = serve({"/page": send(200, body, content_type="text/html; charset=utf-8",
+                                content_encoding=encoding)})
+    url = f"{base}/page"
+    tape = Cassette("pages", {"source": "scripted-reference"}, [], tmp_path / "pages.json")
+    live = DemoTools(World(), allow_private=True).fetch_url(url)
+    recorded = DemoTools(record_world(tape, system_clock, httpx2.HTTPTransport()),
+                         allow_private=True).fetch_url(url)
+    replayed = DemoTools(replay_world(Cassette.load(tape.save())),
+                         allow_private=True).fetch_url(url)
+    assert live == recorded == replayed == PAGE_TEXT
+    assert tape.interactions[0]["response"]["text"] == PAGE_TEXT
 
 
 # --- (11) a recording whose model calls failed never replaces a good cassette ---------------

@@ -8,6 +8,7 @@ lessons build them:
                   signature; safe dispatch turns the model's mistakes into text  (03)
     loop.py       run_agent: the model decides, our code executes, brakes stop it (04-05)
     tools.py      the demo tools (calculator, clock, fetch_url, fake weather)    (06)
+    web.py        fetch_url's reader: public pages only, a deadline, a byte cap  (06)
     world.py      the outside world the tools see (clock, web pages)             (06)
     trace.py      what happened, step by step                                    (07)
     context.py    what is sent each round, and how it grows                      (07)

@@ -42,7 +42,7 @@ import time
 import types
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 
 class ToolDefinitionError(TypeError):
@@ -362,17 +362,63 @@ def _signature_hint(tool: Tool) -> str:
 # ---------------------------------------------------------------------------
 
 
+T = TypeVar("T")
+
+
+class StillRunning(Exception):
+    """`run_in_thread` stopped waiting: the call goes on in its thread, abandoned."""
+
+
+def run_in_thread(fn: Callable[[], T], seconds: float, name: str,
+                  grace: Callable[[], float] = lambda: 0.0) -> T:
+    """Call `fn()` in a new daemon thread and wait at most `seconds` for it.
+
+    The thread runs with a copy of the caller's context variables. Python cannot
+    kill a thread: one still running after `seconds` is left to finish by itself
+    (being a daemon, it never keeps the program from exiting). The registry runs
+    every tool this way; the course's recorder runs every page download this way.
+
+    Args:
+        fn: what to call, without arguments.
+        seconds: how long to wait.
+        name: the thread's name (shown by debuggers and in `StillRunning`).
+        grace: asked once, when `seconds` have passed and `fn` still runs: how many
+            seconds more to wait (0: none).
+
+    Raises:
+        StillRunning: `fn` had not returned in time.
+        BaseException: whatever `fn` raised, re-raised here.
+    """
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=contextvars.copy_context().run, args=(work,),
+                              name=name, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        worker.join(grace())
+    if worker.is_alive():
+        raise StillRunning(f"{name} did not finish within {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 def run_with_time_limit(fn: Callable[..., Any], kwargs: dict[str, Any],
                         seconds: float | None) -> Any:
     """Call `fn(**kwargs)` and wait at most `seconds` for it (None: no limit).
 
-    The call runs in a new daemon thread (with a copy of the caller's context
-    variables, and its `CallDeadline` as `current_deadline()`). If it is still
-    running after `seconds`, the deadline is abandoned, `ToolTimeout` is raised and
-    the thread is left to finish: Python cannot kill it, it ends when `fn` returns,
-    and being a daemon it never keeps the program from exiting. A tool that was in
-    the middle of acting (`CallDeadline.acting`) is waited for a little longer, so
-    its result is not reported as a time-out.
+    The call runs in its own thread (`run_in_thread`), with its `CallDeadline` as
+    `current_deadline()`. If it is still running after `seconds`, the deadline is
+    abandoned, `ToolTimeout` is raised and the thread is left to finish: it ends
+    when `fn` returns. A tool that was in the middle of acting (`CallDeadline.acting`)
+    is waited for a little longer, so its result is not reported as a time-out.
 
     Raises:
         ToolTimeout: `fn` did not finish in time.
@@ -380,28 +426,19 @@ def run_with_time_limit(fn: Callable[..., Any], kwargs: dict[str, Any],
     """
     if seconds is None:
         return fn(**kwargs)
-    outcome: dict[str, Any] = {}
     deadline = CallDeadline(seconds)
-    context = contextvars.copy_context()
-    context.run(_deadline.set, deadline)
 
-    def work() -> None:
-        try:
-            outcome["value"] = fn(**kwargs)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
-            outcome["error"] = exc
+    def call() -> Any:
+        _deadline.set(deadline)  # in the thread's own copy of the context
+        return fn(**kwargs)
 
-    worker = threading.Thread(target=context.run, args=(work,),
-                              name=f"tool-{getattr(fn, '__name__', 'fn')}", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive() and deadline.abandon(ACT_GRACE):  # it acted: wait for what it did
-        worker.join(ACT_GRACE)
-    if worker.is_alive():
-        raise ToolTimeout(f"the tool did not finish within {seconds:g} s")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+    def grace() -> float:  # it acted: wait for what it did
+        return ACT_GRACE if deadline.abandon(ACT_GRACE) else 0.0
+
+    try:
+        return run_in_thread(call, seconds, f"tool-{getattr(fn, '__name__', 'fn')}", grace)
+    except StillRunning:
+        raise ToolTimeout(f"the tool did not finish within {seconds:g} s") from None
 
 
 def _sorted(items: set[Any] | frozenset[Any]) -> list[Any]:

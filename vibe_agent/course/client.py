@@ -41,18 +41,11 @@ import openai
 from dotenv import dotenv_values
 
 from ..world import World, http_client, system_clock
-from .cassette import (
-    Cassette,
-    CassetteError,
-    Fallback,
-    RecordTransport,
-    ReplayTransport,
-    record_world,
-    replay_world,
-)
+from .cassette import Cassette, CassetteError
 from .redact import Redactor, without_credentials
 from .reference import REFERENCE_MODEL_NAME, reference_model
 from .scripted import SCRIPTED_BASE_URL
+from .transports import Fallback, RecordTransport, ReplayTransport, record_world, replay_world
 
 MODES = ("offline", "replay", "record", "live", "local", "reference")
 RECORD_SOURCES = ("reference", "local", "live")

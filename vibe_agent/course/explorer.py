@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .cassette import normalise
+from .matching import normalise
 from .scripted import Reply, ScriptedModel, answer, call, calls, offered_tools, usage_of
 
 EXPLORE_DIR = Path(__file__).resolve().parents[1] / "data" / "explore"
