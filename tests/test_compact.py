@@ -39,8 +39,9 @@ from vibe_agent.course.scripted import (
     protocol_error,
 )
 from vibe_agent.course.tasks import apply_fix, command_argv, command_env, copy_repo, load_task
-from vibe_agent.loop import StopReason, is_context_overflow, run_agent
+from vibe_agent.loop import StopReason, run_agent
 from vibe_agent.registry import ToolRegistry
+from vibe_agent.reply import is_context_overflow
 
 LONG_TASK = load_task(Path(__file__).resolve().parent.parent / "vibe_agent" / "data"
                       / "tasks_long" / "bulk_discount_threshold")

@@ -358,7 +358,7 @@ DEEP = ("calculator", "[" * 100_000)
 ], ids=["first", "third-in-a-row", "second", "same-after-canonicalising", "interrupted",
         "long-run", "off", "invalid-json", "int-too-long", "nesting-too-deep"])
 def test_is_repeat(previous, this, limit, expected):
-    from vibe_agent.loop import is_repeat
+    from vibe_agent.brakes import is_repeat
 
     assert is_repeat(previous, *this, limit) is expected
 
@@ -378,13 +378,13 @@ def test_is_repeat(previous, this, limit, expected):
         "lesson-05-list-is-progress", "not-yet-twice", "canonical-arguments",
         "cycle-with-a-repeat-inside", "unparsable-arguments"])
 def test_find_cycle(previous, this, longest, cycle):
-    from vibe_agent.loop import find_cycle
+    from vibe_agent.brakes import find_cycle
 
     assert find_cycle(previous, *this, longest) == cycle
 
 
 def test_tool_error_brake_counts_failures_in_a_row():
-    from vibe_agent.loop import ToolErrorBrake
+    from vibe_agent.brakes import ToolErrorBrake
 
     brake = ToolErrorBrake(3)
     assert [brake.record(ok) for ok in (False, False, True, False, False, False)] == [

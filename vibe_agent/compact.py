@@ -36,7 +36,8 @@ from typing import Any
 
 import openai
 
-from .loop import Stop, StopReason, provider_failure
+from .reply import provider_failure
+from .stops import Stop, StopReason
 from .trace import TraceStep, shorten
 
 Message = dict[str, Any]
