@@ -137,8 +137,9 @@ def spinning(previous_calls: list[tuple[str, str]], step: TraceStep,
     """The repeat and cycle brakes for one tool call (its step), which then joins
     `previous_calls`.
 
-    When the call must not run, the step gets the error text the model reads instead
-    of a result, and the Stop the brake asks for is returned; otherwise None.
+    When the call must not run, the step's outcome becomes "refused" and its result
+    the error text the model reads instead, and the Stop the brake asks for is
+    returned; otherwise None.
     """
     name, arguments = step.tool or "", step.arguments or ""
     stop = None
@@ -155,7 +156,7 @@ def spinning(previous_calls: list[tuple[str, str]], step: TraceStep,
                        "this call was not run again.")
     previous_calls.append((name, arguments))
     if stop:
-        step.decision = stop.reason.value
+        step.outcome = "refused"
     return stop
 
 

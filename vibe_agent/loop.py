@@ -56,6 +56,8 @@ from .trace import Trace, TraceStep, current_step, shorten
 if TYPE_CHECKING:
     from .compact import Compaction
 
+# What a caller of the loop needs; StopReason and Stop are defined in stops.py, so that
+# the brakes and the reply checks can raise them without importing the loop.
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "AgentResult", "Stop", "StopReason", "run_agent"]
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -170,7 +172,7 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
         return prepare(messages) if prepare else messages
 
     def finish(reason: StopReason, message: str, answer: str | None = None) -> AgentResult:
-        record(TraceStep(round=round_no, kind="stop", decision=reason.value, content=message))
+        record(TraceStep(round=round_no, kind="stop", stop_reason=reason, content=message))
         return AgentResult(answer, reason, message, messages, trace)
 
     try:
@@ -191,7 +193,7 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
                 if refusal is None:
                     return finish(StopReason.ANSWERED, "模型给出了最终回答。", reply.content or "")
                 refusals += 1
-                record(TraceStep(round=round_no, kind="check", decision="refused",
+                record(TraceStep(round=round_no, kind="check", outcome="refused",
                                  content=refusal))
                 if refusals > brakes.max_refusals:
                     raise Stop(StopReason.FINISH_REFUSED, f"完成检查第 {refusals} 次不接受"
@@ -200,14 +202,14 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
                 continue
             # 3. answer every call by its id; once a brake trips, no later call runs
             stop: Stop | None = None
-            steps = [TraceStep(round=round_no, kind="tool", decision="ok", tool_call_id=call.id,
+            steps = [TraceStep(round=round_no, kind="tool", outcome="ok", tool_call_id=call.id,
                                tool=call.function.name, arguments=call.function.arguments)
                      for call in function_calls(reply)]
             for batch in [[step] for step in steps] if tool_workers == 1 else [steps]:
                 todo: list[TraceStep] = []
                 for step in batch:  # the spinning brakes look at earlier calls only
                     if stop:  # a brake tripped earlier in this reply: answered, not run
-                        step.decision = "not_run"
+                        step.outcome = "not_run"
                         step.result = f"Error: not run, the loop stopped ({stop.reason.value})."
                     else:
                         stop = spinning(previous_calls, step, brakes)  # refused: not run
@@ -228,7 +230,7 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
         return finish(ended.reason, ended.message)
     except Exception as exc:
         # A bug in our code or a replay miss: keep the trace complete, then let it raise.
-        record(TraceStep(round=round_no, kind="stop", decision="exception",
+        record(TraceStep(round=round_no, kind="stop",
                          content=f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__))
         raise
 
@@ -247,7 +249,7 @@ def run_tool(registry: ToolRegistry, step: TraceStep) -> bool:
         result = registry.call(step.tool, step.arguments)
     finally:
         current_step.reset(token)
-    step.result, step.decision = clean_text(result.output), result.error_kind or "ok"
+    step.result, step.outcome = clean_text(result.output), result.error_kind or "ok"
     step.result_type = result.output_type
     if result.exception is not None:  # the model gets text; the trace keeps the exception
         step.error = f"{type(result.exception).__name__}: {result.exception}"
