@@ -41,7 +41,7 @@ class Brakes:
     max_cycle: int = 3  # 2 to max_cycle calls going round a second time are refused (0: off)
     max_tool_errors: int = 3  # stop after this many failing tool results in a row (0: off)
     max_result_chars: int = MAX_RESULT_CHARS  # most characters of one tool result (0: no cap)
-    max_refusals: int = 3  # finish-check refusals sent back; the next one ends the run
+    max_refusals: int = 3  # finish-check refusals sent back; one more ends it (0: judged once)
 
     def __post_init__(self) -> None:
         if self.max_iters < 1:
