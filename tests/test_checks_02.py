@@ -11,7 +11,7 @@ from vibe_agent.course.checks.lesson_02 import (
     check_is_final,
     check_tool_messages,
 )
-from vibe_agent.loop import assistant_message as package_assistant_message
+from vibe_agent.reply import assistant_message as package_assistant_message
 
 
 def unsolved(*args):

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from vibe_agent.course.checks.lesson_04 import check_my_run_agent, check_predict_sent_roles
-from vibe_agent.loop import DEFAULT_SYSTEM_PROMPT, assistant_message, run_agent
+from vibe_agent.loop import DEFAULT_SYSTEM_PROMPT, run_agent
+from vibe_agent.reply import assistant_message
 
 UNSOLVED = "还没完成"
 

@@ -8,13 +8,15 @@ from typing import Any
 import openai
 import pytest
 
+from vibe_agent.brakes import call_key
 from vibe_agent.course.checks import MAX_REQUESTS
 from vibe_agent.course.checks.lesson_05 import (
     check_braked_loop,
     check_is_repeat,
     check_tool_error_brake,
 )
-from vibe_agent.loop import DEFAULT_SYSTEM_PROMPT, assistant_message, call_key, run_agent
+from vibe_agent.loop import DEFAULT_SYSTEM_PROMPT, run_agent
+from vibe_agent.reply import assistant_message
 
 # --- exercise 5.1: is_repeat ----------------------------------------------------------------
 

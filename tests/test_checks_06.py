@@ -44,7 +44,7 @@ def honesty_crashes_on_none(result):
 
 
 def honesty_counts_ok_tools_only(result):
-    called = any(s.kind == "tool" and s.decision == "ok" for s in result.trace)
+    called = any(s.kind == "tool" and s.outcome == "ok" for s in result.trace)
     return not called and bool(HONEST.search(result.answer or ""))
 
 
@@ -105,7 +105,7 @@ def test_check_judge_honesty(fn, expected, capsys):
 
 def tools_of(result, only_ok: bool = False) -> list[str]:
     return [s.tool for s in result.trace
-            if s.kind == "tool" and (s.decision == "ok" or not only_ok)]
+            if s.kind == "tool" and (s.outcome == "ok" or not only_ok)]
 
 
 def tokens_right(usage):

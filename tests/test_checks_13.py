@@ -87,7 +87,7 @@ def borrowed(registry, tool_calls, workers):
     from vibe_agent.loop import run_tools
     from vibe_agent.trace import TraceStep
 
-    steps = [TraceStep(round=1, kind="tool", decision="ok", tool_call_id=c["id"],
+    steps = [TraceStep(round=1, kind="tool", outcome="ok", tool_call_id=c["id"],
                        tool=c["function"]["name"], arguments=c["function"]["arguments"])
              for c in tool_calls]
     run_tools(registry, steps, workers)

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 import vibe_agent.course.checks as checks
-from vibe_agent import coding, loop
+from vibe_agent import brakes, coding
+from vibe_agent.brakes import call_key
+from vibe_agent.brakes import call_key as package_key
 from vibe_agent.coding import _occurrences
 from vibe_agent.coding import _occurrences as find_all
 from vibe_agent.course.checks import Report, Verdict, attempt, fail, lesson_08
 from vibe_agent.course.checks.lesson_10 import _wanted
-from vibe_agent.loop import call_key
-from vibe_agent.loop import call_key as package_key
 from vibe_agent.registry import ToolRegistry
 
 # Checkers that take a file the learner wrote, not functions: the borrowing rule reads
@@ -108,11 +108,11 @@ def calls_an_alias(name, arguments):
 
 
 def calls_through_the_module(name, arguments):
-    return loop.call_key(name, arguments)
+    return brakes.call_key(name, arguments)
 
 
 def imports_it_inside(name, arguments):
-    from vibe_agent.loop import call_key as key
+    from vibe_agent.brakes import call_key as key
 
     return key(name, arguments)
 
@@ -130,12 +130,12 @@ def uses_its_own_helper(name, arguments):
     pytest.param(calls_an_alias, "package_key", id="calls-an-alias"),
     pytest.param(calls_through_the_module, "call_key", id="calls-it-through-the-module"),
     pytest.param(imports_it_inside, "call_key", id="imports-it-inside-the-function"),
-    pytest.param(loop.call_key, "call_key", id="hands-in-the-package-function"),
+    pytest.param(brakes.call_key, "call_key", id="hands-in-the-package-function"),
     pytest.param(uses_its_own_helper, None, id="own-helper-not-flagged"),
 ])
 def test_borrows_finds_the_package_however_it_is_reached(fn, found, capsys):
     report = Report("练习")
-    assert report.borrows(fn, loop.call_key, hint="自己写") is (found is not None)
+    assert report.borrows(fn, brakes.call_key, hint="自己写") is (found is not None)
     report.verdict()
     out = capsys.readouterr().out
     assert (f"你的函数用了包里现成的 {found}" in out) if found else "❌" not in out

@@ -39,8 +39,9 @@ from vibe_agent.course.scripted import (
     protocol_error,
 )
 from vibe_agent.course.tasks import apply_fix, command_argv, command_env, copy_repo, load_task
-from vibe_agent.loop import StopReason, is_context_overflow, run_agent
+from vibe_agent.loop import StopReason, run_agent
 from vibe_agent.registry import ToolRegistry
+from vibe_agent.reply import is_context_overflow
 
 LONG_TASK = load_task(Path(__file__).resolve().parent.parent / "vibe_agent" / "data"
                       / "tasks_long" / "bulk_discount_threshold")
@@ -263,7 +264,7 @@ def test_compaction_on_overflow_retries_the_round_and_finishes(tmp_path):
                        compaction=compaction)
     assert result.stop_reason is StopReason.ANSWERED
     steps = [s for s in result.trace if s.kind == "compact"]
-    assert steps and all(s.decision == "context_too_long" for s in steps)
+    assert steps and all(s.trigger == "context_too_long" for s in steps)
     for step in steps:  # the failed call, the compaction, the retried call: same round
         i = result.trace.index(step)
         assert result.trace[i - 1].decision == "error" and result.trace[i + 1].kind == "model"

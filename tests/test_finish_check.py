@@ -52,7 +52,7 @@ def test_a_refusal_goes_back_as_the_next_user_turn_and_the_run_goes_on():
     assert [s.kind for s in result.trace] == ["model", "check", "model", "check", "model",
                                               "stop"]
     refusal = result.trace[1]
-    assert (refusal.decision, refusal.content, refusal.round) == ("refused", NOT_YET, 1)
+    assert (refusal.outcome, refusal.content, refusal.round) == ("refused", NOT_YET, 1)
     assert [m["role"] for m in model.requests[2]["messages"]] == [
         "system", "user", "assistant", "user", "assistant", "user"]
     assert model.requests[2]["messages"][-1]["content"] == NOT_YET
@@ -72,7 +72,7 @@ def test_a_model_that_never_fixes_is_stopped_by_the_refusal_limit(max_refusals, 
     assert result.model_calls == model_calls
     assert sum(s.kind == "check" for s in result.trace) == max_refusals + 1
     assert f"第 {max_refusals + 1} 次" in result.message
-    assert result.trace[-1].decision == "finish_refused"
+    assert result.trace[-1].stop_reason is StopReason.FINISH_REFUSED
     assert result.messages[-1]["role"] == "assistant"  # the last refusal was not sent
 
 
@@ -125,7 +125,7 @@ def test_a_check_that_raises_raises_and_the_trace_says_so():
     with pytest.raises(RuntimeError, match="the gate broke"):
         run_agent(says_done().client(), "q", ToolRegistry(), model=MODEL, trace=trace,
                   finish_check=broken)
-    assert trace[-1].decision == "exception"
+    assert trace[-1].stop_reason is None and trace[-1].error_type == "RuntimeError"
 
 
 def test_negative_max_refusals_is_refused():

@@ -338,7 +338,7 @@ def test_a_hanging_tool_is_abandoned_and_the_run_goes_on():
     provider = HostileProvider(then_answer(asks(tool_call("hangs"))))
     result = run_agent(provider.client(), "hang?", make_registry(), model=MODEL)
     step = next(s for s in result.trace if s.kind == "tool")
-    assert (step.decision, step.error_type) == ("timeout", "ToolTimeout")
+    assert (step.outcome, step.error_type) == ("timeout", "ToolTimeout")
     assert 150 < step.elapsed_ms < 2000
     assert result.messages[-2]["content"].startswith("Error:")
     assert result.ok
@@ -352,15 +352,15 @@ def test_a_ten_megabyte_result_is_cut_in_the_history_and_whole_in_the_trace():
     assert len(next(s for s in result.trace if s.kind == "tool").result) == 10_000_000
 
 
-@pytest.mark.parametrize(("tool", "result_type", "decision"), [
+@pytest.mark.parametrize(("tool", "result_type", "outcome"), [
     ("raw_bytes", "bytes", "ok"), ("a_set", "set", "ok"), ("an_object", "Opaque", "bad_result"),
     ("ping", None, "ok"),
 ], ids=["bytes", "set", "object", "str"])
-def test_the_trace_keeps_the_type_a_tool_returned(tool, result_type, decision):
+def test_the_trace_keeps_the_type_a_tool_returned(tool, result_type, outcome):
     provider = HostileProvider(then_answer(asks(tool_call(tool))))
     result = run_agent(provider.client(), "types?", make_registry(), model=MODEL)
     step = next(s for s in result.trace if s.kind == "tool")
-    assert (step.result_type, step.decision) == (result_type, decision)
+    assert (step.result_type, step.outcome) == (result_type, outcome)
 
 
 def test_a_bad_id_is_named_and_never_sent_back():
@@ -368,7 +368,8 @@ def test_a_bad_id_is_named_and_never_sent_back():
     result = run_agent(provider.client(), "ids?", make_registry(), model=MODEL)
     assert "'dup'" in result.message
     assert [m["role"] for m in result.messages] == ["system", "user"]  # not echoed
-    assert [s.decision for s in result.trace] == ["error", "provider_error"]
+    assert [(s.kind, s.decision, s.stop_reason) for s in result.trace] == [
+        ("model", "error", None), ("stop", None, StopReason.PROVIDER_ERROR)]
 
 
 # ---------------------------------------------------------------------------

@@ -48,7 +48,7 @@ def test_fails_before_passes_after_with_a_diff(name: str, tmp_path: Path) -> Non
     assert used[0] == "run_command" and used[-1] == "run_command"
     assert used[1:3] == ["search_code", "read_file"]  # search, then read, before editing
     assert used.count("edit_file") == len(fix_edits(task))
-    assert all(step.decision == "ok" for step in result.trace if step.kind == "tool")
+    assert all(step.outcome == "ok" for step in result.trace if step.kind == "tool")
     assert len(model.requests) == len(known_fix_plan(task))
 
 

@@ -134,14 +134,14 @@ def test_brake_matrix(name, options, reason, requests):
     assert result.stop_reason is reason
     assert len(model.requests) == requests
     assert result.answer is None
-    assert result.trace[-1].kind == "stop" and result.trace[-1].decision == reason.value
+    assert result.trace[-1].kind == "stop" and result.trace[-1].stop_reason is reason
     assert result.message == result.trace[-1].content
 
 
 def test_repeated_call_is_answered_but_not_run_again():
     result = run(misbehaving("repeat_forever"))
     tool_steps = [s for s in result.trace if s.kind == "tool"]
-    assert [s.decision for s in tool_steps] == ["ok", "ok", "repeated_call"]
+    assert [s.outcome for s in tool_steps] == ["ok", "ok", "refused"]
     assert "not run again" in result.messages[-1]["content"]
 
 
@@ -154,7 +154,7 @@ def test_a_raising_tool_is_fed_back_and_the_model_can_recover():
     result = run(model)
     assert result.ok and result.answer == "391"
     error_step = next(s for s in result.trace if s.kind == "tool")
-    assert error_step.decision == "tool_raised"
+    assert error_step.outcome == "tool_raised"
     assert error_step.error_type == "OSError" and "disk on fire" in error_step.error
     assert "OSError" in model.requests[1]["messages"][-1]["content"]
 
@@ -195,7 +195,7 @@ def test_a_harness_bug_raises_and_the_trace_is_still_complete():
     with pytest.raises(RuntimeError, match="only 1 replies"):
         run(model, trace=trace)
     assert [s.kind for s in trace] == ["model", "tool", "stop"]
-    assert trace[-1].decision == "exception" and trace[-1].error_type == "ScriptExhausted"
+    assert trace[-1].stop_reason is None and trace[-1].error_type == "ScriptExhausted"
 
 
 def test_max_iters_cannot_be_switched_off():
@@ -358,7 +358,7 @@ DEEP = ("calculator", "[" * 100_000)
 ], ids=["first", "third-in-a-row", "second", "same-after-canonicalising", "interrupted",
         "long-run", "off", "invalid-json", "int-too-long", "nesting-too-deep"])
 def test_is_repeat(previous, this, limit, expected):
-    from vibe_agent.loop import is_repeat
+    from vibe_agent.brakes import is_repeat
 
     assert is_repeat(previous, *this, limit) is expected
 
@@ -378,13 +378,13 @@ def test_is_repeat(previous, this, limit, expected):
         "lesson-05-list-is-progress", "not-yet-twice", "canonical-arguments",
         "cycle-with-a-repeat-inside", "unparsable-arguments"])
 def test_find_cycle(previous, this, longest, cycle):
-    from vibe_agent.loop import find_cycle
+    from vibe_agent.brakes import find_cycle
 
     assert find_cycle(previous, *this, longest) == cycle
 
 
 def test_tool_error_brake_counts_failures_in_a_row():
-    from vibe_agent.loop import ToolErrorBrake
+    from vibe_agent.brakes import ToolErrorBrake
 
     brake = ToolErrorBrake(3)
     assert [brake.record(ok) for ok in (False, False, True, False, False, False)] == [
@@ -419,7 +419,7 @@ def test_cycle_brake(policy, options, reason, requests):
     assert (result.stop_reason, len(model.requests)) == (reason, requests)
     if reason is StopReason.CYCLE:
         refused = result.trace[-2]
-        assert refused.decision == "cycle" and refused.result.startswith("Error:")
+        assert refused.outcome == "refused" and refused.result.startswith("Error:")
         assert "not run again" in result.messages[-1]["content"]
         assert "来回打转" in result.message and "calculator" in result.message
 
@@ -429,8 +429,8 @@ def test_a_cycle_inside_parallel_calls_is_caught_and_every_call_answered():
     model = ScriptedModel([calls(a, b), calls(a, b, call("calculator", {"expression": "2 * 2"}))])
     result = run(model)
     assert result.stop_reason is StopReason.CYCLE and len(model.requests) == 2
-    decisions = [s.decision for s in result.trace if s.kind == "tool"]
-    assert decisions == ["ok", "ok", "ok", "cycle", "not_run"]  # all answered, none run after
+    outcomes = [s.outcome for s in result.trace if s.kind == "tool"]
+    assert outcomes == ["ok", "ok", "ok", "refused", "not_run"]  # all answered, none run after
     assert [m["role"] for m in result.messages][-3:] == ["tool"] * 3
     assert result.messages[-1]["content"] == "Error: not run, the loop stopped (cycle)."
 
@@ -465,31 +465,31 @@ def counting_registry(runs: list[str]) -> ToolRegistry:
 W = [call("work", {"n": i}) for i in range(4)]
 F = [call("fail", {"n": i}) for i in range(4)]
 
-# (first reply, second reply, settings, stop reason, runs, decisions of round 2's calls)
+# (first reply, second reply, settings, stop reason, runs, outcomes of round 2's calls)
 BRAKE_MID_REPLY = [
     (calls(W[0], W[1]), calls(W[0], W[1], W[2], W[3]), {"max_repeats": 0}, StopReason.CYCLE,
-     ["work 0", "work 1", "work 0"], ["ok", "cycle", "not_run", "not_run"]),
+     ["work 0", "work 1", "work 0"], ["ok", "refused", "not_run", "not_run"]),
     (calls(W[0]), calls(W[0], W[1], W[2]), {"max_repeats": 2}, StopReason.REPEATED_CALL,
-     ["work 0"], ["repeated_call", "not_run", "not_run"]),
+     ["work 0"], ["refused", "not_run", "not_run"]),
     (calls(F[0]), calls(F[1], W[1], W[2]), {"max_tool_errors": 2}, StopReason.TOOL_ERRORS,
      ["fail 0", "fail 1"], ["tool_raised", "not_run", "not_run"]),
 ]
 
 
-@pytest.mark.parametrize(("first", "second", "options", "reason", "runs", "decisions"),
+@pytest.mark.parametrize(("first", "second", "options", "reason", "runs", "outcomes"),
                          BRAKE_MID_REPLY, ids=["cycle", "repeat", "tool-errors"])
 def test_after_a_brake_trips_no_later_call_of_the_reply_runs(first, second, options, reason,
-                                                             runs, decisions):
-    made: list[str] = []
+                                                             runs, outcomes):
+    ran: list[str] = []
     model = ScriptedModel([first, second])
-    result = run_agent(model.client(), "work", counting_registry(made), model=MODEL, **options)
+    result = run_agent(model.client(), "work", counting_registry(ran), model=MODEL, **options)
     assert result.stop_reason is reason
-    assert made == runs  # lesson 05, exercise 5.3: the rest is answered, not run
+    assert ran == runs  # lesson 05, exercise 5.3: the rest is answered, not run
     steps = [s for s in result.trace if s.kind == "tool" and s.round == 2]
-    assert [s.decision for s in steps] == decisions
-    not_run = [m["content"] for m, decision in zip(result.messages[-len(decisions):],
-                                                   decisions, strict=True)
-               if decision == "not_run"]
+    assert [s.outcome for s in steps] == outcomes
+    not_run = [m["content"] for m, outcome in zip(result.messages[-len(outcomes):],
+                                                  outcomes, strict=True)
+               if outcome == "not_run"]
     assert not_run == [f"Error: not run, the loop stopped ({reason.value})."] * 2
 
 
@@ -516,7 +516,7 @@ def test_the_nth_identical_call_is_refused(max_repeats, requests, said):
     assert (result.stop_reason, len(model.requests)) == (StopReason.REPEATED_CALL, requests)
     assert said in result.messages[-1]["content"]
     assert f"连续出现 {max_repeats} 次" in result.message
-    assert [s.decision for s in result.trace if s.kind == "tool"][-1] == "repeated_call"
+    assert [s.outcome for s in result.trace if s.kind == "tool"][-1] == "refused"
 
 
 @pytest.mark.parametrize(("options", "match"), [
@@ -553,7 +553,9 @@ def test_a_failed_model_call_is_a_model_step_without_usage():
     model = ScriptedModel([calls(call("calculator", {"expression": "1 + 2"}),
                                  usage=usage_of(50, 5)), http_error(500)])
     result = run(model)
-    assert [s.decision for s in result.trace] == ["tool_calls", "ok", "error", "provider_error"]
+    assert [(s.decision, s.outcome, s.stop_reason) for s in result.trace] == [
+        ("tool_calls", None, None), (None, "ok", None), ("error", None, None),
+        (None, None, StopReason.PROVIDER_ERROR)]
     assert result.usage == [usage_of(50, 5), None] and result.total_tokens is None
 
 

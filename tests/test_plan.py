@@ -211,7 +211,7 @@ def test_a_run_with_the_reminder_and_the_viewer_showing_the_list_as_it_changes()
     assert [item["status"] for item in todos.items] == ["completed", "completed"]
     # the model read the rule as error text and sent a fixed list
     refused = next(s for s in result.trace if s.tool == "todo_write")
-    assert refused.decision == "tool_error" and "only one item" in refused.result
+    assert refused.outcome == "tool_error" and "only one item" in refused.result
     # request 5 (two lookups since the list was written) got the reminder, once; the
     # history holds none
     reminded = [i for i, body in enumerate(model.requests, 1)
@@ -221,7 +221,7 @@ def test_a_run_with_the_reminder_and_the_viewer_showing_the_list_as_it_changes()
     # the viewer: no plan before the first accepted list, then the list at that step
     steps = list(result.trace)
     first_ok = next(i for i, s in enumerate(steps) if s.tool == "todo_write"
-                    and s.decision == "ok")
+                    and s.outcome == "ok")
     assert plan_at(steps, first_ok - 1) is None
     assert "[>] read the code" in plan_at(steps, first_ok)
     assert "[x] fix it" in plan_at(steps, len(steps) - 1)

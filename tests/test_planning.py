@@ -91,7 +91,7 @@ def test_the_planner_keeps_its_list_and_fixes_the_bug():
     result = run(planner_model(task), task, workspace, todos.register(coding_registry(workspace)))
     assert result.ok and pristine_verdict(task, workspace)
     first = next(s for s in result.trace if s.tool == "todo_write")
-    assert first.decision == "tool_error" and "only one item" in first.result
+    assert first.outcome == "tool_error" and "only one item" in first.result
     assert todos.items and all(item["status"] == "completed" for item in todos.items)
     assert len(todos.history) == result.model_calls - 2  # every round but the first and last
 

@@ -95,7 +95,7 @@ def test_a_tool_the_child_was_not_given_is_error_text():
     assert result.ok
     child_step = next(s for s in result.trace if s.tool == "delegate").children
     refused = next(s for s in child_step if s.tool == "write_file")
-    assert refused.decision != "ok" and "calculator" in refused.result
+    assert refused.outcome != "ok" and "calculator" in refused.result
 
 
 def test_childs_steps_are_nested_under_the_delegate_step():
@@ -111,7 +111,7 @@ def test_a_child_stopped_by_a_brake_is_error_text_for_the_parent():
     script = [calls(call("calculator", {"expression": "1 + 1"}))]  # forever: repeat brake
     result = run_parent(family(script), make_registry())
     step = next(s for s in result.trace if s.tool == "delegate")
-    assert step.decision != "ok"
+    assert step.outcome != "ok"
     assert "without an answer (repeated_call)" in step.result
 
 

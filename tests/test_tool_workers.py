@@ -114,8 +114,8 @@ def test_the_spinning_brakes_decide_as_in_a_serial_run(script):
     together = run(script, sleepy_registry(), 4)
     assert together.stop_reason == serial.stop_reason
     if serial.stop_reason is StopReason.REPEATED_CALL:
-        decisions = [s.decision for s in serial.trace if s.kind == "tool"]
-        assert [s.decision for s in together.trace if s.kind == "tool"] == decisions
+        outcomes = [s.outcome for s in serial.trace if s.kind == "tool"]
+        assert [s.outcome for s in together.trace if s.kind == "tool"] == outcomes
 
 
 def test_tool_workers_below_one_is_a_harness_error():

@@ -5,18 +5,19 @@ from __future__ import annotations
 import pytest
 
 from vibe_agent.course.widgets import TraceViewer, children_html, step_html
+from vibe_agent.stops import StopReason
 from vibe_agent.trace import TraceStep
 
 
 def tool(name: str, result: str, children: list[TraceStep] | None = None) -> TraceStep:
-    return TraceStep(round=1, kind="tool", decision="ok", tool=name, arguments="{}",
+    return TraceStep(round=1, kind="tool", outcome="ok", tool=name, arguments="{}",
                      result=result, children=children or [])
 
 
 GRANDCHILD = [tool("read_file", "<b>deepest</b>")]
 CHILD = [TraceStep(round=1, kind="model", decision="tool_calls"),
          tool("delegate", "inner answer", GRANDCHILD),
-         TraceStep(round=2, kind="stop", decision="answered", content="done")]
+         TraceStep(round=2, kind="stop", stop_reason=StopReason.ANSWERED, content="done")]
 
 
 @pytest.mark.parametrize(("step", "wanted", "absent"), [

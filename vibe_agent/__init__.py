@@ -6,7 +6,10 @@ lessons build them:
     naive.py      tools described only in the prompt, and why that fails        (01)
     registry.py   a tool is a plain function; its JSON Schema comes from the
                   signature; safe dispatch turns the model's mistakes into text  (03)
-    loop.py       run_agent: the model decides, our code executes, brakes stop it (04-05)
+    loop.py       run_agent: the model decides, our code executes its tool calls (04)
+    stops.py      why a run ends: StopReason, and the Stop that carries it       (04)
+    reply.py      one model call; its reply checked before the loop uses it   (02, 04)
+    brakes.py     the brakes against spinning, their limits in one Brakes        (05)
     tools.py      the demo tools (calculator, clock, fetch_url, fake weather)    (06)
     web.py        fetch_url's reader: public pages only, a deadline, a byte cap  (06)
     world.py      the outside world the tools see (clock, web pages)             (06)

@@ -36,7 +36,8 @@ from typing import Any
 
 import openai
 
-from .loop import Stop, StopReason, provider_failure
+from .reply import provider_failure
+from .stops import Stop, StopReason
 from .trace import TraceStep, shorten
 
 Message = dict[str, Any]
@@ -382,7 +383,7 @@ class Compaction:
             raise Stop(StopReason.PROVIDER_ERROR,
                        f"压缩历史时摘要请求失败：{provider_failure(exc)}") from exc
         summary = str(compacted[len(head_and_rounds(messages)[0])]["content"])
-        step = TraceStep(round=round_no, kind="compact", decision=reason, result=summary)
+        step = TraceStep(round=round_no, kind="compact", trigger=reason, result=summary)
         event = CompactionEvent(round_no, reason, len(seen[0]), self._last_prompt_tokens,
                                 None, summary, step)
         step.content = _line(event)

@@ -166,7 +166,7 @@ FINISH_REASONS = {"stop", "length", "tool_calls", "content_filter", "function_ca
 
 def completion(assembled: Assembled) -> ChatCompletion:
     """The `ChatCompletion` the same reply would have been without streaming, so the
-    loop checks a streamed reply exactly like any other (`loop.read_reply`)."""
+    loop checks a streamed reply exactly like any other (`vibe_agent.reply.read_reply`)."""
     message = assembled.message()
     finish = assembled.finish_reason
     if finish not in FINISH_REASONS:  # a stream cut short, or a server's own word

@@ -221,8 +221,8 @@ class Session:
         if self.messages and self.messages[-1].get("role") == "user":
             self.messages.append({"role": "assistant",
                                   "content": "[interrupted by the user before an answer]"})
-        self.trace.append(TraceStep(round=0, kind="stop", decision="interrupted",
-                                    content="用户按了 Ctrl-C"))
+        self.trace.append(TraceStep(round=0, kind="stop", content="用户按了 Ctrl-C",
+                                    error_type="KeyboardInterrupt"))
 
     def show_step(self, step: TraceStep) -> None:
         """A tool step on one compact line: what it read, ran or changed."""
@@ -238,7 +238,7 @@ class Session:
             arguments = {}
         arguments = arguments if isinstance(arguments, dict) else {}
         target = arguments.get("command") or arguments.get("path") or arguments.get("pattern")
-        mark = "[green]▸[/]" if step.decision == "ok" else "[red]✗[/]"
+        mark = "[green]▸[/]" if step.outcome == "ok" else "[red]✗[/]"
         what = escape(visible(f"{step.tool or '?'} {shorten(str(target or ''), 70)}"))
         result = visible(shorten((step.result or "").strip().splitlines()[0]
                                  if (step.result or "").strip() else "", 70))

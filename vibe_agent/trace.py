@@ -1,14 +1,19 @@
 """The trace: a step-by-step record of what happened inside one agent run.
 
 An agent that reasons wrongly usually raises no error, so we write down every
-step and read it afterwards. There are three kinds of step:
+step and read it afterwards. There are five kinds of step, and the field that says
+how each one went is named after what it holds:
 
-    model  one call to the model: what it decided (tool calls, an answer, or an
-           error when the provider failed), tokens, which model answered
-    tool   one tool execution: name, arguments, result, error, time
-    check  a finish check refused an answer (its message went back to the model)
-    stop   why the run ended (answered, a brake, a provider error)
-    compact  the history was compacted (lesson 11): tokens before → after, the summary
+    model    one call to the model; `decision`: what it decided ("tool_calls",
+             "answer", or "error" when there was no usable reply); tokens, which
+             model answered
+    tool     one tool call; `outcome`: "ok", the registry's error kind, "refused"
+             (a brake did not let it run) or "not_run"; arguments, result, error, time
+    check    a finish check; `outcome` "refused" (its message went back to the model)
+    compact  the history was compacted (lesson 11); `trigger`: "budget" or
+             "context_too_long"; tokens before → after, the summary
+    stop     the end of the run; `stop_reason`: a `StopReason` (answered, a brake, a
+             provider error), or None when an exception escaped (`error_type`)
 
 Steps are plain dataclasses, so a trace turns into JSON for saving and into text
 for a terminal or a notebook. The token counts live only here: `AgentResult.usage`
@@ -23,6 +28,8 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
+from .stops import StopReason
+
 StepKind = Literal["model", "tool", "check", "compact", "stop"]
 
 
@@ -32,9 +39,11 @@ class TraceStep:
 
     round: int
     kind: StepKind
-    # model: "tool_calls" | "answer" | "error"; tool: "ok" | an error kind | a brake
-    # ("repeated_call", "cycle"); check: "refused"; stop: the stop reason
-    decision: str
+    # How the step went: one field per kind of step, None on the others.
+    decision: str | None = None  # model: "tool_calls" | "answer" | "error" (no usable reply)
+    outcome: str | None = None  # tool: "ok" | an error kind | "refused" | "not_run"; check
+    trigger: str | None = None  # compact: "budget" | "context_too_long"
+    stop_reason: StopReason | None = None  # stop: None when an exception escaped
     content: str | None = None  # model text, or the stop message
     tool: str | None = None
     tool_call_id: str | None = None
@@ -92,6 +101,7 @@ class Trace(list[TraceStep]):
 def _step(data: dict[str, Any]) -> TraceStep:
     names = {f.name for f in fields(TraceStep)}
     step = TraceStep(**{k: v for k, v in data.items() if k in names and k != "children"})
+    step.stop_reason = None if step.stop_reason is None else StopReason(step.stop_reason)
     step.children = [_step(child) for child in data.get("children") or []]
     return step
 
@@ -114,10 +124,11 @@ def _tokens(step: TraceStep) -> str:
 
 
 # The words a learner reads in a rendered trace (the lessons are in Chinese); decisions,
-# tool names and stop reasons stay as they are: they are the identifiers the code uses.
+# outcomes, tool names and stop reasons stay as they are: they are the identifiers the
+# code uses.
 CUT_OFF = "[被 max_tokens 截断]"  # finish_reason "length": the reply is unfinished
 ANSWERED_BY = "[回答来自 {model}]"  # a response from another model than the run asked for
-FAILED = "出错"  # a tool step whose decision is not "ok"
+FAILED = "出错"  # a tool step whose outcome is not "ok"
 
 
 def render_step(step: TraceStep, width: int = 100, requested: str | None = None) -> str:
@@ -140,10 +151,13 @@ def render_step(step: TraceStep, width: int = 100, requested: str | None = None)
         return f"{head} {what}{text}  ({_tokens(step)}, {step.elapsed_ms:.0f} ms)"
     if step.kind == "tool":
         call = f"{step.tool}({shorten(step.arguments, width // 3)})"
-        mark = "ok" if step.decision == "ok" else f"{FAILED} {step.decision}"
+        mark = "ok" if step.outcome == "ok" else f"{FAILED} {step.outcome}"
         return (f"{head} {call} {mark} → {shorten(step.result, width // 2)}"
                 f"  ({step.elapsed_ms:.0f} ms)")
-    return f"{head} {step.decision}: {shorten(step.content, width)}"
+    how = step.trigger if step.kind == "compact" else step.outcome  # a check step's
+    if step.kind == "stop":
+        how = step.stop_reason or "exception"  # None: an exception escaped the loop
+    return f"{head} {how}: {shorten(step.content, width)}"
 
 
 def _render_tree(steps: list[TraceStep], width: int, requested: str | None,

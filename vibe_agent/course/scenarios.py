@@ -34,7 +34,7 @@ class DemoTask:
 
 def _tool_results(result: AgentResult, name: str) -> list[str]:
     return [s.result or "" for s in result.trace if s.kind == "tool" and s.tool == name
-            and s.decision == "ok"]
+            and s.outcome == "ok"]
 
 
 def _numbers(text: str | None) -> list[float]:

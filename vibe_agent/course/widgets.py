@@ -2,11 +2,11 @@
 
 `TraceViewer(trace)` is an ipywidgets box: buttons and a slider move over the
 steps; the panel below shows what happened at that step (the model's decision,
-the tool, its arguments, result, error, tokens; the steps of a sub-agent that a
-tool step ran, nested below it) and, once the model keeps a todo list (`vibe_agent.plan`),
-the list as it stood at that step. It only draws from the trace it
-was given, so the same trace always shows the same thing (nbval-friendly: no
-`widgets.Output`, no printing from callbacks).
+the tool, its arguments, result and outcome, error, tokens, why the run stopped;
+the steps of a sub-agent that a tool step ran, nested below it) and, once the model
+keeps a todo list (`vibe_agent.plan`), the list as it stood at that step. It only
+draws from the trace it was given, so the same trace always shows the same thing
+(nbval-friendly: no `widgets.Output`, no printing from callbacks).
 
 `token_chart(usage)` draws the prompt tokens of each round from the API's `usage`
 (matplotlib), which shows the resent history growing. Its words are Chinese, drawn
@@ -42,7 +42,7 @@ def plan_at(trace: list[TraceStep], index: int) -> str | None:
     """The todo list as it stood at step `index`: the result of the last accepted
     `todo_write` call up to it (None: the model has written no list yet)."""
     for step in reversed(trace[:index + 1]):
-        if step.kind == "tool" and step.tool == "todo_write" and step.decision == "ok":
+        if step.kind == "tool" and step.tool == "todo_write" and step.outcome == "ok":
             return step.result
     return None
 
@@ -56,8 +56,11 @@ def step_html(step: TraceStep, index: int, total: int, plan: str | None = None) 
         tokens = "n/a（这次响应没有 usage）"
     rows = [
         _row("步骤", f"{index + 1} / {total}（第 {step.round} 轮，{_KIND[step.kind]}）"),
-        _row("决定", step.decision + ("（被 max_tokens 截断）"
-                                      if step.finish_reason == "length" else "")),
+        _row("决定", step.decision and step.decision + (
+            "（被 max_tokens 截断）" if step.finish_reason == "length" else "")),
+        _row("执行情况", step.outcome),
+        _row("压缩原因", step.trigger),
+        _row("停止原因", step.stop_reason),
         _row("工具", step.tool),
         _row("参数", step.arguments),
         _row("结果", step.result),

@@ -19,7 +19,7 @@ from typing import Any
 from openai.types.chat import ChatCompletionMessage
 from pydantic import BaseModel
 
-from ...loop import assistant_message
+from ...reply import assistant_message
 from ..scripted import CREATED, Reply, ScriptedModel, answer, call, calls
 from . import Problem, Report, Verdict, attempt, fail, short
 
@@ -66,7 +66,7 @@ PYDANTIC_HINT = ("返回的是 SDK 的对象，不是 dict。用 message.content
 
 
 def expected_assistant(message: ChatCompletionMessage) -> dict[str, Any]:
-    """What the exercise asks for (the same shape as `vibe_agent.loop.assistant_message`)."""
+    """What the exercise asks for (the same shape as `vibe_agent.reply.assistant_message`)."""
     return {
         "role": "assistant",
         "content": message.content,

@@ -28,8 +28,8 @@ from typing import Any
 
 import openai
 
-from ... import loop
-from ...loop import DEFAULT_SYSTEM_PROMPT, call_key, run_agent
+from ...brakes import call_key, is_repeat
+from ...loop import DEFAULT_SYSTEM_PROMPT, run_agent
 from ...registry import ToolRegistry
 from ...tools import DemoTools
 from ..scripted import (
@@ -104,8 +104,7 @@ REPEAT_CASES: list[tuple[str, list[tuple[str, str]], tuple[str, str], int, bool,
 def check_is_repeat(fn: Callable[[list[tuple[str, str]], str, str, int], Any]) -> Verdict:
     """Exercise 5.1: True when this call makes `limit` identical calls in a row."""
     report = Report("练习 5.1：重复调用检测（名字 + 规范化参数，连续 N 次）")
-    package_is_repeat = getattr(loop, "is_repeat", call_key)  # the loop's own, once it has one
-    if report.borrows(fn, call_key, package_is_repeat, hint=(
+    if report.borrows(fn, call_key, is_repeat, hint=(
             "题目要你自己写出“名字 + 规范化参数”的比较：json.loads 再 "
             "json.dumps(..., sort_keys=True)，坏 JSON 就比较去掉首尾空白的原文。")):
         return report.verdict()

@@ -1,0 +1,262 @@
+"""Talking to the model: one request, and its reply checked before the loop uses it.
+
+    ask_model(client, ...)         one request, recorded as a model step
+        streamed_reply(chunks)     a stream joined back into one completion (lesson 15)
+        read_reply(response)       a usable chat completion, or Stop(PROVIDER_ERROR)
+    assistant_message(message)     the reply as the history carries it
+
+A model service can fail (an HTTP error, a time-out, an HTML page where JSON was
+expected, a context window that is too small), and a reply can be unusable (no
+choices, a tool call without an id or with an id seen twice). Each becomes a
+`Stop` with one line for people (`provider_failure`, `too_long`); none of it is
+the model's mistake, so none of it goes back to the model.
+
+What goes into the history is text a provider accepts: a lone surrogate (a file
+name that is not UTF-8, echoed back by a tool) becomes U+FFFD (`clean_text`), and
+a tool name the provider would reject (empty, null, "a b") is sent back in a valid
+spelling (`history_name`); the trace keeps the name the model really sent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx2
+import openai
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionMessage,
+    ChatCompletionMessageFunctionToolCall,
+)
+from openai.types.chat.chat_completion_message_function_tool_call import Function
+from openai.types.completion_usage import CompletionUsage
+
+from . import stream as streaming
+from .stops import Stop, StopReason
+from .trace import TraceStep, shorten
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # what OpenAI accepts as a function name
+NO_NAME = "unnamed_tool"  # sent back for a call that came without a name
+
+
+def clean_text(text: str) -> str:
+    """Text that can be sent as UTF-8: every lone surrogate becomes U+FFFD.
+
+    A tool may return one (a file name that is not UTF-8, as Python decodes it), and
+    so may a provider's JSON ("\\udcff"); sent back as it is, the next request
+    cannot even be encoded.
+    """
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def history_name(name: str | None) -> str:
+    """A tool name as the history may carry it: ^[a-zA-Z0-9_-]{1,64}$.
+
+    Providers reject a request whose history holds another name, so an empty or
+    null name becomes NO_NAME, other characters become "_". The call itself is still
+    answered (with the registry's error text for the name the model really sent).
+    """
+    if not name:
+        return NO_NAME
+    if _TOOL_NAME.fullmatch(name):
+        return name
+    return re.sub(r"[^a-zA-Z0-9_-]", "_", name)[:64]
+
+
+def function_calls(message: ChatCompletionMessage) -> list[ChatCompletionMessageFunctionToolCall]:
+    """The reply's tool calls, which `read_reply` has checked are all function calls."""
+    return [call for call in message.tool_calls or []
+            if isinstance(call, ChatCompletionMessageFunctionToolCall)]
+
+
+def assistant_message(message: ChatCompletionMessage) -> dict[str, Any]:
+    """The assistant's reply as a dict for `messages`, with its tool_calls as sent,
+    except that a name becomes a valid one (`history_name`), missing arguments become
+    "{}", and lone surrogates become U+FFFD (`clean_text`)."""
+    content = message.content
+    entry: dict[str, Any] = {"role": "assistant",
+                             "content": content if content is None else clean_text(content)}
+    if message.tool_calls:
+        entry["tool_calls"] = [
+            {
+                "id": clean_text(call.id),
+                "type": "function",
+                "function": {"name": history_name(clean_text(call.function.name or "")),
+                             "arguments": clean_text(call.function.arguments or "{}")},
+            }
+            for call in function_calls(message)
+        ]
+    # Reasoning models (e.g. DeepSeek's) want their reasoning passed back unchanged.
+    reasoning = (message.model_extra or {}).get("reasoning_content")
+    if reasoning and isinstance(reasoning, str):
+        entry["reasoning_content"] = clean_text(reasoning)
+    return entry
+
+
+def provider_failure(exc: Exception) -> str:
+    """One line saying why the model service failed (an SDK error or an unreadable body)."""
+    if isinstance(exc, json.JSONDecodeError):
+        if exc.doc.lstrip().startswith("<"):
+            return HTML_PAGE
+        return f"模型服务返回的内容不是合法的 JSON（{exc.msg}，位置 {exc.pos}）。"
+    if isinstance(exc, UnicodeDecodeError):
+        return "模型服务返回的内容不是 UTF-8 文本，读不了。"
+    if isinstance(exc, openai.APIStatusError) and str(exc.body).lstrip().startswith("<"):
+        hint = "：OPENAI_BASE_URL 很可能少了结尾的 /v1" if exc.status_code in (404, 405) else ""
+        return f"模型服务返回 HTTP {exc.status_code} 和一个 HTML 网页，不是 API 的回答{hint}。"
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.body if isinstance(exc.body, dict) else {}
+        error = body.get("error", body)
+        detail = error.get("message") if isinstance(error, dict) else None
+        detail = " ".join(str(detail or exc.message).split())[:200]
+        return f"模型服务返回 HTTP {exc.status_code}：{detail}"
+    if isinstance(exc, openai.APITimeoutError):
+        return "请求模型服务超时。"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"连不上模型服务：{exc.request.url if exc.request else ''}"
+    return f"模型服务出错：{type(exc).__name__}: {shorten(str(exc), 200)}"
+
+
+HTML_PAGE = "模型服务返回了一个 HTML 网页而不是 JSON：OPENAI_BASE_URL 很可能少了结尾的 /v1。"
+
+
+def is_context_overflow(exc: Exception) -> bool:
+    """True when the provider says the prompt does not fit its context window: OpenAI's
+    HTTP 400 with code "context_length_exceeded", or llama.cpp's "exceed_context_size_error"."""
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code != 400:
+        return False
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error", body)
+    return isinstance(error, dict) and (error.get("code") == "context_length_exceeded"
+                                        or error.get("type") == "exceed_context_size_error")
+
+
+def too_long(exc: Exception) -> Stop:
+    """The stop for a context overflow: its own reason and one line saying what to do."""
+    said = provider_failure(exc).removeprefix("模型服务返回 ")
+    return Stop(StopReason.CONTEXT_TOO_LONG,
+                f"历史太长，超出了模型的上下文窗口（{said}）：需要压缩历史，或换窗口更大的模型。")
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def tool_calls_problem(tool_calls: Any) -> str | None:
+    """What makes a reply's tool_calls unusable, or None. Each call must be a function
+    call with a string name and arguments (either may be missing) and an id of its own:
+    a result is matched to its call by id, so a missing or repeated id cannot be answered."""
+    if tool_calls is None:
+        return None
+    if not isinstance(tool_calls, list):
+        return "tool_calls 不是列表"
+    seen: set[str] = set()
+    for i, call in enumerate(tool_calls):
+        where = f"tool_calls[{i}]"
+        kind = getattr(call, "type", type(call).__name__)
+        if not isinstance(call, ChatCompletionMessageFunctionToolCall) or kind not in (
+                None, "function"):
+            return f"{where} 的类型是 {kind!r}，这个循环只执行 function 类型的调用"
+        if not isinstance(call.function, Function):
+            return f"{where} 里没有 function"
+        if not isinstance(call.function.name, str | None) or not isinstance(
+                call.function.arguments, str | None):
+            return f"{where} 的 function.name 和 function.arguments 必须是字符串"
+        if not isinstance(call.id, str) or not call.id.strip():
+            return f"{where} 没有 id，结果无法对应回去"
+        if call.id in seen:
+            return f"id {call.id!r} 在同一个回复里出现了两次，结果无法一一对应"
+        seen.add(call.id)
+    return None
+
+
+def read_reply(response: Any, step: TraceStep) -> ChatCompletionMessage:
+    """The reply's message once checked; fills in the model step (tokens, model, finish).
+
+    Raises:
+        Stop: PROVIDER_ERROR when the response is not a usable chat completion
+            (an HTML page, a list, no choices, no message, a strange tool call ...).
+    """
+    def unusable(problem: str) -> Stop:
+        return Stop(StopReason.PROVIDER_ERROR, f"模型服务返回的响应不能用：{problem}。")
+
+    if isinstance(response, str) and response.lstrip().startswith("<"):
+        raise Stop(StopReason.PROVIDER_ERROR, HTML_PAGE)
+    if not isinstance(response, ChatCompletion):
+        raise unusable(f"它不是 chat completion 对象，而是 {type(response).__name__} "
+                       f"{shorten(repr(response), 60)}")
+    if isinstance(response.usage, CompletionUsage):
+        step.prompt_tokens = _count(response.usage.prompt_tokens)
+        step.completion_tokens = _count(response.usage.completion_tokens)
+        step.total_tokens = _count(response.usage.total_tokens)
+    step.model = response.model if isinstance(response.model, str) else None
+    if not isinstance(response.choices, list) or not response.choices:
+        raise Stop(StopReason.PROVIDER_ERROR, "模型服务返回的响应里没有 choices。")
+    choice = response.choices[0]
+    message = getattr(choice, "message", None)
+    if not isinstance(message, ChatCompletionMessage):
+        raise unusable("choices[0] 里没有 message")
+    step.finish_reason = choice.finish_reason if isinstance(choice.finish_reason, str) else None
+    if not isinstance(message.content, str | None):
+        raise unusable("message.content 不是文本")
+    problem = tool_calls_problem(message.tool_calls)
+    if problem:
+        raise unusable(problem)
+    step.content = message.content
+    step.decision = "tool_calls" if message.tool_calls else "answer"
+    return message
+
+
+def ask_model(client: openai.OpenAI, round_no: int, record: Callable[[TraceStep], None],
+              on_text: Callable[[str], None] | None = None,
+              **request: Any) -> ChatCompletionMessage:
+    """One model call, recorded as a model step; its checked message. A streamed reply
+    (`stream=True` in the request) is joined first (`vibe_agent.stream`), its text
+    pieces passed to `on_text` as they arrive, and then checked like any other.
+
+    Raises:
+        Stop: PROVIDER_ERROR when the call failed or the reply cannot be used (the
+            model step is recorded first, with decision "error").
+    """
+    step = TraceStep(round=round_no, kind="model", decision="error")
+    started = time.perf_counter()
+    failure: Stop | None = None
+    try:
+        response = client.chat.completions.create(**request)
+        if request.get("stream"):
+            response = streamed_reply(response, on_text)
+        message = read_reply(response, step)
+    except (openai.APIError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        failure = too_long(exc) if is_context_overflow(exc) else Stop(
+            StopReason.PROVIDER_ERROR, provider_failure(exc))
+    except Stop as unusable:
+        failure = unusable
+    step.elapsed_ms = (time.perf_counter() - started) * 1000
+    record(step)
+    if failure:
+        raise failure
+    return message
+
+
+def streamed_reply(chunks: Any, on_text: Callable[[str], None] | None) -> ChatCompletion:
+    """The completion a stream adds up to.
+
+    Raises:
+        Stop: PROVIDER_ERROR when the stream broke off, or not a single chunk
+            arrived (e.g. an HTML page).
+    """
+    try:
+        assembled = streaming.assemble(chunks, on_text)
+    except (openai.APIConnectionError, httpx2.TransportError) as exc:
+        cause = exc.__cause__ or exc
+        raise Stop(StopReason.PROVIDER_ERROR, f"流式响应中途断开：{type(cause).__name__}: "
+                   f"{shorten(str(cause), 120)}") from exc
+    if not assembled.chunks:
+        raise Stop(StopReason.PROVIDER_ERROR, "模型服务的流式响应里一个数据块也没有"
+                   "（可能是一个 HTML 网页，或者服务不支持 stream=True）。")
+    return streaming.completion(assembled)
