@@ -88,10 +88,10 @@ from .cassette import Cassette, CassetteError
 from .client import ConfigError, cassette_path, make_client, settings
 from .judge import judge, test_ids
 from .known_fix import KNOWN_FIX_LABEL, KNOWN_FIX_MODEL_NAME, known_fix_model
-from .tasks import SUITE_DIR, Task, TaskError, copy_repo, load_task
+from .tasks import SUITE_DIR, BugFixTask, TaskError, copy_repo, load_task
 
-ModelFactory = Callable[[Task], tuple[openai.OpenAI, str]]  # task -> (client, model name)
-RegistryFactory = Callable[[Path, Task], ToolRegistry]  # (workspace, task) -> the tools
+ModelFactory = Callable[[BugFixTask], tuple[openai.OpenAI, str]]  # task -> (client, model name)
+RegistryFactory = Callable[[Path, BugFixTask], ToolRegistry]  # (workspace, task) -> the tools
 
 BENCH_MODES = ("reference", "local", "live", "replay")
 DEFAULT_MAX_ITERS = 15
@@ -111,7 +111,7 @@ BENCH_SYSTEM_PROMPT = (
 BENCH_POLICY = Policy(DEFAULT_COMMANDS)
 
 
-def bench_registry(workspace: Path, task: Task) -> ToolRegistry:
+def bench_registry(workspace: Path, task: BugFixTask) -> ToolRegistry:
     """The default tool set: the six coding tools on the workspace, commands limited to
     the allow-list and to the task's time limit."""
     return coding_registry(workspace, policy=BENCH_POLICY, command_timeout=task.timeout_s)
@@ -182,7 +182,7 @@ class TaskRecord:
 # --- one task ------------------------------------------------------------------------
 
 
-def run_task(task: Task, client: openai.OpenAI, model: str, *,
+def run_task(task: BugFixTask, client: openai.OpenAI, model: str, *,
              max_iters: int = DEFAULT_MAX_ITERS, system_prompt: str = BENCH_SYSTEM_PROMPT,
              registry_factory: RegistryFactory = bench_registry,
              request_options: dict[str, Any] | None = None,
@@ -252,7 +252,7 @@ def _stop_check(stop: threading.Event | None) -> Callable[[list[Any]], list[Any]
     return check
 
 
-def _guarded(task: Task, client: openai.OpenAI, model: str, options: dict[str, Any]
+def _guarded(task: BugFixTask, client: openai.OpenAI, model: str, options: dict[str, Any]
              ) -> TaskRecord:
     """`run_task`, with a task, harness or stop exception turned into an error row."""
     started = time.perf_counter()
@@ -284,7 +284,7 @@ def task_error_record(name: str, error: TaskError) -> TaskRecord:
 # --- a whole suite -------------------------------------------------------------------
 
 
-def run_suite(tasks: Sequence[Task], model_factory: ModelFactory, *, workers: int = 1,
+def run_suite(tasks: Sequence[BugFixTask], model_factory: ModelFactory, *, workers: int = 1,
               max_iters: int = DEFAULT_MAX_ITERS, system_prompt: str = BENCH_SYSTEM_PROMPT,
               registry_factory: RegistryFactory = bench_registry, model: str | None = None,
               request_options: dict[str, Any] | None = None,
@@ -342,7 +342,7 @@ def run_suite(tasks: Sequence[Task], model_factory: ModelFactory, *, workers: in
 
 def _interrupted(pool: ThreadPoolExecutor, futures: list[Future[TaskRecord]],
                  stop: threading.Event, records: dict[str, TaskRecord],
-                 tasks: Sequence[Task]) -> BenchInterrupted:
+                 tasks: Sequence[BugFixTask]) -> BenchInterrupted:
     """Ctrl-C: cancel what is queued, stop what runs, keep what finished."""
     stop.set()
     pool.shutdown(wait=False, cancel_futures=True)
@@ -371,7 +371,7 @@ def _kill_sandboxed_commands() -> None:
             pass
 
 
-def reference_factory(tasks: Sequence[Task] | None = None) -> ModelFactory:
+def reference_factory(tasks: Sequence[BugFixTask] | None = None) -> ModelFactory:
     """Each task gets its own known-fix reference model (a script, not an LLM).
 
     Args:
@@ -379,7 +379,7 @@ def reference_factory(tasks: Sequence[Task] | None = None) -> ModelFactory:
     """
     del tasks
 
-    def factory(task: Task) -> tuple[openai.OpenAI, str]:
+    def factory(task: BugFixTask) -> tuple[openai.OpenAI, str]:
         return known_fix_model(task).client(), KNOWN_FIX_MODEL_NAME
 
     return factory
@@ -398,14 +398,14 @@ def client_factory(mode: str, cassette: str | None = None, *,
         source: record mode: what to record from, "local" or "live".
     """
 
-    def factory(task: Task) -> tuple[openai.OpenAI, str]:
+    def factory(task: BugFixTask) -> tuple[openai.OpenAI, str]:
         client = make_client(mode, cassette, source=source)
         return client, client.model
 
     return factory
 
 
-def load_tasks(folder: str | Path | None = None) -> tuple[list[Task], list[TaskRecord]]:
+def load_tasks(folder: str | Path | None = None) -> tuple[list[BugFixTask], list[TaskRecord]]:
     """The tasks of a suite folder, and an error row for each folder that is malformed.
 
     Args:
@@ -414,7 +414,7 @@ def load_tasks(folder: str | Path | None = None) -> tuple[list[Task], list[TaskR
     root = SUITE_DIR if folder is None else Path(folder)
     if not root.is_dir():
         raise TaskError(f"{root}：任务集文件夹不存在，请检查路径。")
-    tasks: list[Task] = []
+    tasks: list[BugFixTask] = []
     errors: list[TaskRecord] = []
     for child in sorted(root.iterdir()):
         if not child.is_dir() or child.name.startswith((".", "_")):  # as load_suite does
@@ -676,7 +676,7 @@ def _exit_interrupted() -> int:
     return EXIT_INTERRUPTED
 
 
-def _factory(mode: str, args: argparse.Namespace, tasks: Sequence[Task],
+def _factory(mode: str, args: argparse.Namespace, tasks: Sequence[BugFixTask],
              experiment: dict[str, Any]) -> tuple[ModelFactory, str, Cassette | None]:
     """The model factory for a mode, a line that says honestly what the model is, and
     the cassette being recorded (None unless --record)."""
@@ -698,7 +698,7 @@ def _factory(mode: str, args: argparse.Namespace, tasks: Sequence[Task],
     return factory, client.describe(), client.cassette if args.record else None
 
 
-def _recording_factory(mode: str, args: argparse.Namespace, tasks: Sequence[Task],
+def _recording_factory(mode: str, args: argparse.Namespace, tasks: Sequence[BugFixTask],
                        experiment: dict[str, Any]) -> ModelFactory:
     """Record mode from `mode`; the cassette's provenance names this command and run."""
     name = args.cassette or DEFAULT_CASSETTES[mode]
