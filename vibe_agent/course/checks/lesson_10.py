@@ -353,7 +353,7 @@ def _record(task: str, passed: bool, tokens: int | None, *, stop: str = "answere
                       discarded={f"tests/test_{task}.py": "改了测试，已还原"} if tests_changed
                       else {},
                       tests_changed=tests_changed, error=error,
-                      error_kind="harness" if error else None)
+                      error_source="harness" if error else None)
 
 
 def _wanted(records: list[TaskRecord]) -> dict[str, Any]:
