@@ -26,7 +26,7 @@ def ask(client, model, messages, registry, **options):
 
 def tool_message(call, registry):
     return {"role": "tool", "tool_call_id": call.id,
-            "content": registry.invoke(call.function.name, call.function.arguments)}
+            "content": registry.call(call.function.name, call.function.arguments).output}
 
 
 # ---------------------------------------------------------------------------
@@ -99,8 +99,8 @@ def no_tool_messages(client, question, registry, model, max_iters=6):
         if not message.tool_calls:
             return message.content or ""
         messages.append(assistant_message(message))
-        registry.invoke(message.tool_calls[0].function.name,
-                        message.tool_calls[0].function.arguments)
+        registry.call(message.tool_calls[0].function.name,
+                      message.tool_calls[0].function.arguments)
     return "停止。"
 
 
@@ -113,8 +113,8 @@ def own_ids(client, question, registry, model, max_iters=6):
         messages.append(assistant_message(message))
         for i, call in enumerate(message.tool_calls, 1):
             messages.append({"role": "tool", "tool_call_id": f"call_{i}",
-                             "content": registry.invoke(call.function.name,
-                                                        call.function.arguments)})
+                             "content": registry.call(call.function.name,
+                                                      call.function.arguments).output})
     return "停止。"
 
 
@@ -127,7 +127,7 @@ def paired_by_position(client, question, registry, model, max_iters=6):
         messages.append(assistant_message(message))
         # executed in id order, then zipped with the calls in their original order
         ordered = sorted(message.tool_calls, key=lambda c: c.id)
-        results = [registry.invoke(c.function.name, c.function.arguments) for c in ordered]
+        results = [registry.call(c.function.name, c.function.arguments).output for c in ordered]
         for call, result in zip(message.tool_calls, results, strict=True):
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
     return "停止。"
@@ -251,8 +251,8 @@ def chapter_loop(client, question, registry, model, max_iters=6):
         messages.append(assistant_message(msg))
         for tc in msg.tool_calls:
             messages.append({"role": "tool", "tool_call_id": tc.id,
-                             "content": registry.invoke(tc.function.name,
-                                                        json.loads(tc.function.arguments))})
+                             "content": registry.call(tc.function.name,
+                                                      json.loads(tc.function.arguments)).output})
     return "达到最大轮次仍无最终回答"
 
 
