@@ -46,6 +46,19 @@ def correct_loop(client, question, registry, model, max_iters=6):
     return f"已达到最大轮次 {max_iters}，停止。"
 
 
+def tool_result_as_content(client, question, registry, model, max_iters=6):
+    messages = start(question)
+    for _ in range(max_iters):
+        message = ask(client, model, messages, registry)
+        if not message.tool_calls:
+            return message.content or ""
+        messages.append(assistant_message(message))
+        for call in message.tool_calls:
+            result = registry.call(call.function.name, call.function.arguments)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    return f"已达到最大轮次 {max_iters}，停止。"
+
+
 def while_true(client, question, registry, model, max_iters=6):
     messages = start(question)
     while True:
@@ -315,6 +328,8 @@ def unsolved(client, question, registry, model, max_iters=6):
 
 
 LOOP_ROWS = [
+    pytest.param(tool_result_as_content, "content 要放它的 .output",
+                 id="tool-result-as-content"),
     pytest.param(while_true, "你用的是 while True。", id="while-true"),
     pytest.param(while_true_without_exit, "你用的是 while True。", id="while-true-no-exit"),
     pytest.param(never_returns_early, "这是循环唯一的出口", id="never-returns-early"),
