@@ -35,7 +35,7 @@ from vibe_agent.compact import Compaction, reference_summarizer
 from vibe_agent.context import trim_old_tool_results
 from vibe_agent.course.known_fix import known_fix_model
 from vibe_agent.course.tasks import (
-    Task,
+    BugFixTask,
     command_argv,
     command_env,
     copy_repo,
@@ -48,7 +48,7 @@ LONG_TASKS = Path(__file__).resolve().parent.parent / "vibe_agent" / "data" / "t
 WAYS = ("full", "nothing", "trim", "compact")
 
 
-def judged(task: Task, workspace: Path, folder: Path) -> bool:
+def judged(task: BugFixTask, workspace: Path, folder: Path) -> bool:
     """The task's tests on a pristine copy carrying the agent's changes outside tests/."""
     pristine = copy_repo(task, folder / "judge")
     for path in workspace.rglob("*"):
@@ -61,7 +61,7 @@ def judged(task: Task, workspace: Path, folder: Path) -> bool:
     return done.returncode == 0
 
 
-def one_run(task: Task, way: str, window: int, budget: float = 0.5,
+def one_run(task: BugFixTask, way: str, window: int, budget: float = 0.5,
             keep: int = 2) -> tuple[AgentResult, bool, int, float]:
     with tempfile.TemporaryDirectory() as folder:
         workspace = copy_repo(task, Path(folder) / "ws")

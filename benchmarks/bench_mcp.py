@@ -53,7 +53,7 @@ def main() -> None:
     arguments = '{"expression": "1 + 1"}'
     in_process = median_ms(lambda: local.call("calculator", arguments), args.runs)
     with mcp_registry(course_server_command(), name="course") as remote:
-        assert remote.invoke("mcp__course__calculator", arguments) == "1 + 1 = 2"
+        assert remote.call("mcp__course__calculator", arguments).output == "1 + 1 = 2"
         over_mcp = median_ms(lambda: remote.call("mcp__course__calculator", arguments),
                              args.runs)
     entered, left = start_ms(args.starts)

@@ -37,7 +37,7 @@ from vibe_agent.course.planning import (
     pristine_verdict,
     session_model,
 )
-from vibe_agent.course.tasks import Task, load_suite
+from vibe_agent.course.tasks import BugFixTask, load_suite
 from vibe_agent.loop import run_agent
 from vibe_agent.memory import MemoryFile, coding_system_prompt
 from vibe_agent.plan import TodoList, tests_gate
@@ -46,7 +46,7 @@ from vibe_agent.registry import ToolRegistry
 NOTE = "运行测试：python -m pytest -q（在项目根目录）"
 
 
-def run(model, task: Task, registry=None, workspace: Path | None = None, *,
+def run(model, task: BugFixTask, registry=None, workspace: Path | None = None, *,
         gate: bool = False, system_prompt: str = CODING_SYSTEM_PROMPT):
     """One run on a fresh copy: (model calls, passed by the pristine tests, the result)."""
     workspace = workspace or fresh_copy(task)
@@ -57,7 +57,7 @@ def run(model, task: Task, registry=None, workspace: Path | None = None, *,
     return result.model_calls, pristine_verdict(task, workspace), result
 
 
-def finish_check_rows(task: Task) -> dict[str, tuple[int, bool]]:
+def finish_check_rows(task: BugFixTask) -> dict[str, tuple[int, bool]]:
     rows = {}
     for label, factory in (("reference", known_fix_model), ("claims early", claims_early)):
         for gate in (False, True):
@@ -66,7 +66,7 @@ def finish_check_rows(task: Task) -> dict[str, tuple[int, bool]]:
     return rows
 
 
-def memory_rows(task: Task, folder: Path) -> dict[str, tuple[int, bool]]:
+def memory_rows(task: BugFixTask, folder: Path) -> dict[str, tuple[int, bool]]:
     notes = MemoryFile(folder / task.name / "notes.md")
     notes.remember(NOTE)
     rows = {}
@@ -112,7 +112,7 @@ def all_text(body: dict) -> str:
     return "\n".join([*parts, json.dumps(body.get("tools", []), ensure_ascii=False)])
 
 
-def todo_tokens(task: Task, count) -> tuple[list[int], int, int]:
+def todo_tokens(task: BugFixTask, count) -> tuple[list[int], int, int]:
     """Tokens the todo list adds to each request of the planner's run, the schema's, and
     the whole last request's (messages and schemas)."""
     workspace = fresh_copy(task)
@@ -145,7 +145,7 @@ def main() -> None:
         tokens(tasks)
 
 
-def rounds(tasks: list[Task]) -> None:
+def rounds(tasks: list[BugFixTask]) -> None:
     finish = [finish_check_rows(task) for task in tasks]
     print("\n1. finish check: median model calls per task, tasks passed")
     for key in finish[0]:
@@ -165,7 +165,7 @@ def rounds(tasks: list[Task]) -> None:
 
 
 
-def tokens(tasks: list[Task]) -> None:
+def tokens(tasks: list[BugFixTask]) -> None:
     count, tokenizer_name = tokenizer()
     per_task = [todo_tokens(task, count) for task in tasks]
     print(f"\n3. tokens a todo list adds per round ({tokenizer_name}'s tokenizer, /tokenize)")

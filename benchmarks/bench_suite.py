@@ -58,7 +58,7 @@ from vibe_agent.course.bench import (
 )
 from vibe_agent.course.known_fix import KNOWN_FIX_MODEL_NAME, known_fix_policy
 from vibe_agent.course.scripted import Reply, ScriptedModel, answer
-from vibe_agent.course.tasks import Task, command_argv, command_env, copy_repo, load_suite
+from vibe_agent.course.tasks import BugFixTask, command_argv, command_env, copy_repo, load_suite
 from vibe_agent.loop import run_agent
 from vibe_agent.sandbox import run_in_sandbox, why_not_isolated
 
@@ -66,7 +66,7 @@ from vibe_agent.sandbox import run_in_sandbox, why_not_isolated
 def slow_known_fix(latency: float) -> ModelFactory:
     """Each task: the known-fix policy, waiting `latency` seconds before every reply."""
 
-    def factory(task: Task) -> tuple[Any, str]:
+    def factory(task: BugFixTask) -> tuple[Any, str]:
         policy = known_fix_policy([task])
 
         def slow(body: dict[str, Any]) -> Reply:
@@ -108,7 +108,7 @@ class PeakRss:
         self._thread.join()
 
 
-def timed_suite(tasks: list[Task], factory: ModelFactory,
+def timed_suite(tasks: list[BugFixTask], factory: ModelFactory,
                 workers: int) -> tuple[float, int, list[TaskRecord]]:
     """Wall seconds, peak RSS (bytes) and records of one whole-suite run."""
     with PeakRss() as memory:
@@ -118,7 +118,7 @@ def timed_suite(tasks: list[Task], factory: ModelFactory,
     return wall, memory.peak, records
 
 
-def bare_test_run(task: Task) -> float:
+def bare_test_run(task: BugFixTask) -> float:
     """Seconds of the task's test command alone, in a ready copy, without the sandbox."""
     with tempfile.TemporaryDirectory() as temp:
         workspace = copy_repo(task, Path(temp) / "workspace")
@@ -128,7 +128,7 @@ def bare_test_run(task: Task) -> float:
         return time.perf_counter() - started
 
 
-def harness_run(task: Task) -> float:
+def harness_run(task: BugFixTask) -> float:
     """Seconds of `run_task` with a model that answers at once (no tool calls)."""
     client = ScriptedModel([answer("不改了。")], name="answers-at-once").client()
     started = time.perf_counter()
@@ -136,7 +136,7 @@ def harness_run(task: Task) -> float:
     return time.perf_counter() - started
 
 
-def naive_harness_run(task: Task) -> float:
+def naive_harness_run(task: BugFixTask) -> float:
     """Seconds of the same steps judged the old way: the test command's exit code in the
     agent's own workspace (what the bench did before held-out judging; fooled by cheats)."""
     client = ScriptedModel([answer("不改了。")], name="answers-at-once").client()
@@ -151,7 +151,7 @@ def naive_harness_run(task: Task) -> float:
     return time.perf_counter() - started
 
 
-def paired_medians(tasks: list[Task], rounds: int) -> tuple[float, float, float]:
+def paired_medians(tasks: list[BugFixTask], rounds: int) -> tuple[float, float, float]:
     """Medians of the bare run, the naive harness and the harness, measured in turn on
     every task (interleaved, so a change in the machine's load hits all alike)."""
     bare, naive, harness = [], [], []
@@ -189,7 +189,7 @@ class CountRuns:
         coding.run_in_sandbox, judge.run_in_sandbox = self._saved
 
 
-def runs_per_task(tasks: list[Task], cold: bool) -> tuple[float, float]:
+def runs_per_task(tasks: list[BugFixTask], cold: bool) -> tuple[float, float]:
     """(agent's, judge's) sandboxed runs per task in a reference-mode suite run.
 
     Cold: the suite copied without its test_ids.json files, with an empty disk cache

@@ -60,17 +60,17 @@ def escapes(tool: str, calls: int) -> int:
             count = 0
             for i in range(calls):
                 if tool == "read_file":
-                    out = registry.invoke(tool, json.dumps({"path": "d/f.txt"}))
+                    out = registry.call(tool, json.dumps({"path": "d/f.txt"})).output
                     count += "OUTSIDE-SECRET" in out
                 elif tool == "search_code":
-                    out = registry.invoke(tool, json.dumps({"pattern": "SECRET", "path": "d"}))
+                    out = registry.call(tool, json.dumps({"pattern": "SECRET", "path": "d"})).output
                     count += "OUTSIDE-SECRET" in out
                 elif tool == "write_file":
-                    registry.invoke(tool, json.dumps({"path": f"d/n{i}.txt", "content": "x"}))
+                    registry.call(tool, json.dumps({"path": f"d/n{i}.txt", "content": "x"}))
                     count += Path(outside, f"n{i}.txt").exists()
                 else:
-                    registry.invoke(tool, json.dumps({"path": "d/f.txt", "old": "OUTSIDE",
-                                                      "new": "PWNED"}))
+                    registry.call(tool, json.dumps({"path": "d/f.txt", "old": "OUTSIDE",
+                                                    "new": "PWNED"}))
                     changed = (outside / "f.txt").read_text() != "OUTSIDE-SECRET\n"
                     count += changed
                     if changed:
@@ -88,7 +88,7 @@ def regex_seconds(pattern: str, line: str) -> float:
         registry = ToolRegistry()
         registry.register(Workspace(temp, "allow-all").search_code, timeout=1.0)
         started = time.monotonic()
-        registry.invoke("search_code", json.dumps({"pattern": pattern, "path": "data.txt"}))
+        registry.call("search_code", json.dumps({"pattern": pattern, "path": "data.txt"}))
         return time.monotonic() - started
 
 

@@ -321,7 +321,7 @@ def test_a_cheat_that_fools_a_naive_judge_is_not_resolved(
     workspace = copy_repo(task, tmp_path / "naive")
     tools = bench.bench_registry(workspace, task)
     for tool_call in cheat:
-        assert not tools.invoke(tool_call.name, tool_call.arguments).startswith("Error")
+        assert not tools.call(tool_call.name, tool_call.arguments).output.startswith("Error")
     assert run_in_sandbox(task.test_command, workspace, timeout=task.timeout_s).exit_code == 0
 
     [record] = run_suite([task], scripted_factory(calls(*cheat), answer("测试全部通过了。")))
@@ -396,7 +396,7 @@ def test_a_harness_error_becomes_an_error_row_and_keeps_the_exception() -> None:
 
     first, second = run_suite([BY_NAME[name] for name in TWO], factory, workers=2)
     for record in (first, second):
-        assert record.error_kind == "harness" and not record.passed
+        assert record.error_source == "harness" and not record.passed
         assert record.error.startswith("ScriptExhausted") and record.exception is not None
 
 

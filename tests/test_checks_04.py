@@ -27,7 +27,7 @@ def ask(client, model, messages, registry, **options):
 
 def tool_message(call, registry):
     return {"role": "tool", "tool_call_id": call.id,
-            "content": registry.invoke(call.function.name, call.function.arguments)}
+            "content": registry.call(call.function.name, call.function.arguments).output}
 
 
 # ---------------------------------------------------------------------------
@@ -44,6 +44,19 @@ def correct_loop(client, question, registry, model, max_iters=6):
         messages.append(assistant_message(message))
         for call in message.tool_calls:
             messages.append(tool_message(call, registry))
+    return f"已达到最大轮次 {max_iters}，停止。"
+
+
+def tool_result_as_content(client, question, registry, model, max_iters=6):
+    messages = start(question)
+    for _ in range(max_iters):
+        message = ask(client, model, messages, registry)
+        if not message.tool_calls:
+            return message.content or ""
+        messages.append(assistant_message(message))
+        for call in message.tool_calls:
+            result = registry.call(call.function.name, call.function.arguments)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
     return f"已达到最大轮次 {max_iters}，停止。"
 
 
@@ -100,8 +113,8 @@ def no_tool_messages(client, question, registry, model, max_iters=6):
         if not message.tool_calls:
             return message.content or ""
         messages.append(assistant_message(message))
-        registry.invoke(message.tool_calls[0].function.name,
-                        message.tool_calls[0].function.arguments)
+        registry.call(message.tool_calls[0].function.name,
+                      message.tool_calls[0].function.arguments)
     return "停止。"
 
 
@@ -114,8 +127,8 @@ def own_ids(client, question, registry, model, max_iters=6):
         messages.append(assistant_message(message))
         for i, call in enumerate(message.tool_calls, 1):
             messages.append({"role": "tool", "tool_call_id": f"call_{i}",
-                             "content": registry.invoke(call.function.name,
-                                                        call.function.arguments)})
+                             "content": registry.call(call.function.name,
+                                                      call.function.arguments).output})
     return "停止。"
 
 
@@ -128,7 +141,7 @@ def paired_by_position(client, question, registry, model, max_iters=6):
         messages.append(assistant_message(message))
         # executed in id order, then zipped with the calls in their original order
         ordered = sorted(message.tool_calls, key=lambda c: c.id)
-        results = [registry.invoke(c.function.name, c.function.arguments) for c in ordered]
+        results = [registry.call(c.function.name, c.function.arguments).output for c in ordered]
         for call, result in zip(message.tool_calls, results, strict=True):
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
     return "停止。"
@@ -252,8 +265,8 @@ def chapter_loop(client, question, registry, model, max_iters=6):
         messages.append(assistant_message(msg))
         for tc in msg.tool_calls:
             messages.append({"role": "tool", "tool_call_id": tc.id,
-                             "content": registry.invoke(tc.function.name,
-                                                        json.loads(tc.function.arguments))})
+                             "content": registry.call(tc.function.name,
+                                                      json.loads(tc.function.arguments)).output})
     return "达到最大轮次仍无最终回答"
 
 
@@ -316,6 +329,8 @@ def unsolved(client, question, registry, model, max_iters=6):
 
 
 LOOP_ROWS = [
+    pytest.param(tool_result_as_content, "content 要放它的 .output",
+                 id="tool-result-as-content"),
     pytest.param(while_true, "你用的是 while True。", id="while-true"),
     pytest.param(while_true_without_exit, "你用的是 while True。", id="while-true-no-exit"),
     pytest.param(never_returns_early, "这是循环唯一的出口", id="never-returns-early"),

@@ -356,8 +356,8 @@ def loop_swallows_everything(client, question, registry, model, max_iters=6, max
             return message.content, "answered", messages
         messages.append(assistant_message(message))
         for tc in message.tool_calls:
-            messages.append({"role": "tool", "tool_call_id": tc.id,
-                             "content": registry.invoke(tc.function.name, tc.function.arguments)})
+            result = registry.call(tc.function.name, tc.function.arguments)
+            messages.append({"role": "tool", "tool_call_id": tc.id, "content": result.output})
 
 
 def loop_old_signature(client, question, registry, model, max_iters=6):

@@ -170,7 +170,7 @@ def replace_through_the_registry(text, old, new):
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "f.txt").write_text(text, encoding="utf-8")
         tools = coding.coding_registry(folder, policy="allow-all")
-        done = tools.invoke("edit_file", {"path": "f.txt", "old": old, "new": new})
+        done = tools.call("edit_file", {"path": "f.txt", "old": old, "new": new}).output
         return done if done.startswith("Error") else (Path(folder) / "f.txt").read_text()
 
 

@@ -32,7 +32,7 @@ def judge_right(result, workspace, test_command, timeout=60.0):
 def judge_through_the_tool(result, workspace, test_command, timeout=60.0):
     """Also right: the agent's own run_command tool runs in the sandbox too."""
     tools = coding_registry(workspace, command_timeout=timeout)
-    output = tools.invoke("run_command", {"command": test_command})
+    output = tools.call("run_command", {"command": test_command}).output
     return output.startswith("exit code: 0\n")
 
 

@@ -17,15 +17,15 @@ from vibe_agent.registry import ToolRegistry
 
 def good_concurrent(registry, tool_calls, workers):
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(registry.invoke, c["function"]["name"],
+        futures = [pool.submit(registry.call, c["function"]["name"],
                                c["function"]["arguments"]) for c in tool_calls]
-        return [{"role": "tool", "tool_call_id": c["id"], "content": f.result()}
+        return [{"role": "tool", "tool_call_id": c["id"], "content": f.result().output}
                 for c, f in zip(tool_calls, futures, strict=True)]
 
 
 def serial(registry, tool_calls, workers):
     return [{"role": "tool", "tool_call_id": c["id"],
-             "content": registry.invoke(c["function"]["name"], c["function"]["arguments"])}
+             "content": registry.call(c["function"]["name"], c["function"]["arguments"]).output}
             for c in tool_calls]
 
 
@@ -33,27 +33,35 @@ def submit_then_wait_each(registry, tool_calls, workers):
     out = []
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for c in tool_calls:
-            future = pool.submit(registry.invoke, c["function"]["name"],
+            future = pool.submit(registry.call, c["function"]["name"],
                                  c["function"]["arguments"])
-            out.append({"role": "tool", "tool_call_id": c["id"], "content": future.result()})
+            out.append({"role": "tool", "tool_call_id": c["id"], "content": future.result().output})
     return out
 
 
 def ids_by_position(registry, tool_calls, workers):
     with ThreadPoolExecutor(max_workers=max(workers, 1)) as pool:
-        futures = [pool.submit(registry.invoke, c["function"]["name"],
+        futures = [pool.submit(registry.call, c["function"]["name"],
                                c["function"]["arguments"]) for c in tool_calls]
-        results = [f.result() for f in as_completed(futures)]
+        results = [f.result().output for f in as_completed(futures)]
     return [{"role": "tool", "tool_call_id": c["id"], "content": r}
             for c, r in zip(tool_calls, results, strict=True)]
 
 
 def completion_order(registry, tool_calls, workers):
     with ThreadPoolExecutor(max_workers=max(workers, 1)) as pool:
-        futures = {pool.submit(registry.invoke, c["function"]["name"],
+        futures = {pool.submit(registry.call, c["function"]["name"],
                                c["function"]["arguments"]): c for c in tool_calls}
-        return [{"role": "tool", "tool_call_id": futures[f]["id"], "content": f.result()}
+        return [{"role": "tool", "tool_call_id": futures[f]["id"], "content": f.result().output}
                 for f in as_completed(futures)]
+
+
+def tool_results_as_content(registry, tool_calls, workers):
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(registry.call, c["function"]["name"],
+                               c["function"]["arguments"]) for c in tool_calls]
+        return [{"role": "tool", "tool_call_id": c["id"], "content": f.result()}
+                for c, f in zip(tool_calls, futures, strict=True)]
 
 
 def calls_the_function(registry, tool_calls, workers):
@@ -73,9 +81,9 @@ POOL = ThreadPoolExecutor(max_workers=4)  # one pool for every call, never shut 
 
 def never_shuts_down(registry, tool_calls, workers):
     pool = POOL
-    futures = [pool.submit(registry.invoke, c["function"]["name"],
+    futures = [pool.submit(registry.call, c["function"]["name"],
                            c["function"]["arguments"]) for c in tool_calls]
-    return [{"role": "tool", "tool_call_id": c["id"], "content": f.result()}
+    return [{"role": "tool", "tool_call_id": c["id"], "content": f.result().output}
             for c, f in zip(tool_calls, futures, strict=True)]
 
 
@@ -113,7 +121,8 @@ def test_the_right_concurrent_runner_passes(capsys):
     pytest.param(submit_then_wait_each, "一个接一个地跑", id="submit-then-wait-each"),
     pytest.param(ids_by_position, "id 要跟着它自己的调用走", id="paired-by-completion-order"),
     pytest.param(completion_order, "不要用 as_completed 的顺序", id="appended-in-completion-order"),
-    pytest.param(calls_the_function, "registry.invoke", id="exception-escapes-the-worker"),
+    pytest.param(calls_the_function, "registry.call", id="exception-escapes-the-worker"),
+    pytest.param(tool_results_as_content, "它的 .output", id="tool-result-as-content"),
     pytest.param(ignores_workers, "max_workers=workers", id="ignores-workers"),
     pytest.param(never_shuts_down, "离开 with 时", id="threads-left-running"),
     pytest.param(hard_coded, "每个调用一条 tool 消息", id="hard-coded"),

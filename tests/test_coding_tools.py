@@ -364,8 +364,8 @@ def test_ask_without_a_person_refuses(root, monkeypatch):
         raise EOFError
 
     monkeypatch.setattr("builtins.input", no_stdin)
-    output = coding_registry(root, policy="ask").invoke("write_file", {"path": "x.py",
-                                                                       "content": "x"})
+    output = coding_registry(root, policy="ask").call("write_file", {"path": "x.py",
+                                                                     "content": "x"}).output
     assert output.startswith("Error: the write was not approved: a person has to confirm "
                              "this, but nobody can answer")
     assert not (root / "x.py").exists()
@@ -408,7 +408,8 @@ def test_run_command_runs_pytest_in_the_sandbox(root, monkeypatch):
                                       "    assert add(2, 2) == 5\n")
     # the venv's plugins (nbval, hypothesis ...) take seconds to load; this test needs none
     command = "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -q"
-    output = coding_registry(root, policy="allow-all").invoke("run_command", {"command": command})
+    registry = coding_registry(root, policy="allow-all")
+    output = registry.call("run_command", {"command": command}).output
     assert output.startswith("exit code: 1\n")
     assert "FAILED test_app.py::test_add - assert 4 == 5" in output
     assert "1 failed" in output
@@ -470,8 +471,8 @@ def test_snapshot_skips_binary_files_ignored_folders_and_links(root):
 # ---------------------------------------------------------------------------------------
 
 
-def invoke(registry: ToolRegistry, name: str, **arguments: object) -> str:
-    return registry.invoke(name, json.dumps(arguments))
+def output_of(registry: ToolRegistry, name: str, **arguments: object) -> str:
+    return registry.call(name, json.dumps(arguments)).output
 
 
 # --- a folder swapped for a link while the tools work (finding 3) -----------------------
@@ -510,13 +511,13 @@ def race(tmp_path: Path):
 def escapes(tool: str, registry: ToolRegistry, outside: Path, i: int) -> bool:
     """One call of `tool` on d/...; True when it read or changed a file outside."""
     if tool == "read_file":
-        return "OUTSIDE-SECRET" in invoke(registry, "read_file", path="d/f.txt")
+        return "OUTSIDE-SECRET" in output_of(registry, "read_file", path="d/f.txt")
     if tool == "write_file":
-        invoke(registry, "write_file", path=f"d/new{i}.txt", content="pwned\n")
+        output_of(registry, "write_file", path=f"d/new{i}.txt", content="pwned\n")
         return (outside / f"new{i}.txt").exists()
     if tool == "search_code":
-        return "OUTSIDE-SECRET" in invoke(registry, "search_code", pattern="SECRET", path="d")
-    invoke(registry, "edit_file", path="d/f.txt", old="OUTSIDE", new="PWNED")
+        return "OUTSIDE-SECRET" in output_of(registry, "search_code", pattern="SECRET", path="d")
+    output_of(registry, "edit_file", path="d/f.txt", old="OUTSIDE", new="PWNED")
     return (outside / "f.txt").read_text() != "OUTSIDE-SECRET\n"
 
 
@@ -590,7 +591,7 @@ def test_an_approval_after_the_time_limit_does_nothing(root, tool, arguments, un
 def test_an_approval_in_time_still_acts(root):
     registry = ToolRegistry()
     registry.register(Workspace(root, slow_yes(0.1)).write_file, timeout=2)
-    assert invoke(registry, "write_file", path="ok.txt", content="x").startswith("Wrote")
+    assert output_of(registry, "write_file", path="ok.txt", content="x").startswith("Wrote")
     assert (root / "ok.txt").read_text() == "x"
 
 
@@ -617,7 +618,7 @@ def test_control_characters_are_refused_before_anyone_is_asked(root, tool, argum
     asked: list[str] = []
     before = snapshot(root)
     registry = coding_registry(root, policy=Policy("ask", ask=lambda q: asked.append(q) or "y"))
-    output = invoke(registry, tool, **arguments)
+    output = output_of(registry, tool, **arguments)
     assert output.startswith("Error:") and named in output and "control characters" in output
     assert asked == []  # nobody was shown a spoofed prompt
     assert workspace_diff(before, root) == ""
@@ -628,7 +629,7 @@ def test_control_characters_are_refused_before_anyone_is_asked(root, tool, argum
 def test_ordinary_commands_still_reach_the_person(root, command):
     asked: list[str] = []
     registry = coding_registry(root, policy=Policy("ask", ask=lambda q: asked.append(q) or "n"))
-    assert "the user said no" in invoke(registry, "run_command", command=command)
+    assert "the user said no" in output_of(registry, "run_command", command=command)
     assert len(asked) == 1 and command in asked[0]
 
 
@@ -657,7 +658,8 @@ def test_a_catastrophic_pattern_is_bounded_for_real(root, pattern, line):
     registry = ToolRegistry()
     registry.register(Workspace(root, "allow-all").search_code, timeout=1.0)
     started = time.monotonic()
-    output = registry.invoke("search_code", json.dumps({"pattern": pattern, "path": "data.txt"}))
+    arguments = json.dumps({"pattern": pattern, "path": "data.txt"})
+    output = registry.call("search_code", arguments).output
     assert time.monotonic() - started < 1.5  # the registry's limit held: nothing stalled
     assert output == f"No matches for {pattern!r} in 'data.txt'." or (
         "took longer than" in output or "did not finish within 1 seconds" in output)
@@ -669,8 +671,8 @@ def test_a_catastrophic_pattern_is_bounded_for_real(root, pattern, line):
 
 def test_search_looks_at_the_start_of_a_huge_line_only(root):
     (root / "min.js").write_text("x" * (coding.MAX_LINE_CHARS + 10) + "NEEDLE\nNEEDLE2\n")
-    assert invoke(coding_registry(root), "search_code", pattern="NEEDLE",
-                  path="min.js") == "min.js:2: NEEDLE2"
+    assert output_of(coding_registry(root), "search_code", pattern="NEEDLE",
+                     path="min.js") == "min.js:2: NEEDLE2"
 
 
 # --- workspace edge cases (finding 11) ---------------------------------------------------
@@ -678,7 +680,7 @@ def test_search_looks_at_the_start_of_a_huge_line_only(root):
 
 def test_read_file_caps_a_single_huge_line(root):
     (root / "one.txt").write_text("y" * 300_000)
-    output = invoke(coding_registry(root), "read_file", path="one.txt")
+    output = output_of(coding_registry(root), "read_file", path="one.txt")
     assert len(output) < coding.MAX_READ_CHARS + 200
     assert output.endswith("[line 1 goes on: it has 300000 characters; use search_code to find "
                            "text in it]")
@@ -707,13 +709,13 @@ TRICKY_EDITS = [
 def test_edit_file_tricky_texts(root, content, old, new, output, after):
     (root / "x.txt").write_bytes(content.encode())
     registry = coding_registry(root, policy="allow-all")
-    assert invoke(registry, "edit_file", path="x.txt", old=old, new=new) == output
+    assert output_of(registry, "edit_file", path="x.txt", old=old, new=new) == output
     assert (root / "x.txt").read_bytes() == after.encode()
 
 
 def test_read_file_says_a_file_has_windows_line_endings(root):
     (root / "x.txt").write_bytes(CRLF.encode())
-    lines = invoke(coding_registry(root), "read_file", path="x.txt").splitlines()
+    lines = output_of(coding_registry(root), "read_file", path="x.txt").splitlines()
     assert lines[0].startswith("[this file ends its lines with \\r\\n (Windows)")
     assert lines[1:] == ["   1| a = 1", "   2| b = 2", "   3| c = 3"]
 
@@ -722,9 +724,9 @@ def test_read_file_and_edit_file_count_lines_the_same_way(root):
     """str.splitlines also splits at a form feed or U+2028; edit_file counts "\\n" only."""
     (root / "x.txt").write_text("x = 1\x0cy = 2\u2028z\nlast = 3\n")
     registry = coding_registry(root, policy="allow-all")
-    assert invoke(registry, "read_file", path="x.txt").splitlines()[-1] == "   2| last = 3"
-    assert invoke(registry, "edit_file", path="x.txt", old="last",
-                  new="LAST") == "Edited x.txt at line 2."
+    assert output_of(registry, "read_file", path="x.txt").splitlines()[-1] == "   2| last = 3"
+    assert output_of(registry, "edit_file", path="x.txt", old="last",
+                     new="LAST") == "Edited x.txt at line 2."
 
 
 DEPTH = 1100
@@ -750,10 +752,10 @@ def deep(tmp_path: Path) -> Iterator[Path]:
 
 def test_a_very_deep_tree_is_walked_without_recursion_errors(deep):
     registry = coding_registry(deep)
-    listed = invoke(registry, "list_files").splitlines()
+    listed = output_of(registry, "list_files").splitlines()
     assert len(listed) == coding.MAX_DEPTH
     assert listed[-1].endswith(f"d/ [not listed: more than {coding.MAX_DEPTH} folders deep]")
-    assert invoke(registry, "search_code", pattern="x") == "No matches for 'x' in '.'."
+    assert output_of(registry, "search_code", pattern="x") == "No matches for 'x' in '.'."
     assert snapshot(deep) == {}
 
 

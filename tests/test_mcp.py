@@ -104,7 +104,7 @@ def test_the_server_gets_no_key_unless_passed(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
     monkeypatch.setenv("VIBE_AGENT_SECRET", "also-secret")
     with mcp_registry(TEST_SERVER, name="t", env={"GIVEN": "yes"}) as registry:
-        seen = {name: registry.invoke("mcp__t__env", {"name": name})
+        seen = {name: registry.call("mcp__t__env", {"name": name}).output
                 for name in ("OPENAI_API_KEY", "VIBE_AGENT_SECRET", "GIVEN", "PATH")}
     assert seen["OPENAI_API_KEY"] == "<unset>" and seen["VIBE_AGENT_SECRET"] == "<unset>"
     assert seen["GIVEN"] == "yes" and seen["PATH"] != "<unset>"
@@ -152,7 +152,7 @@ def test_a_server_that_answers_garbage_times_out_and_names_it():
 def test_a_server_written_without_the_sdk_works():
     with mcp_registry(RAW_SERVER, name="raw") as registry:
         assert registry.names == ["mcp__raw__echo"]
-        assert registry.invoke("mcp__raw__echo", {"text": "你好"}) == "你好"
+        assert registry.call("mcp__raw__echo", {"text": "你好"}).output == "你好"
 
 
 def test_awkward_names_and_schemas_from_a_server():
@@ -165,18 +165,18 @@ def test_awkward_names_and_schemas_from_a_server():
         assert point.description == ""
         assert point.parameters["properties"]["p"] == {"type": "object", "properties": {
             "x": {"type": "number"}}}
-        assert "must be object" in registry.invoke("mcp__raw__point", {"p": [1]})
+        assert "must be object" in registry.call("mcp__raw__point", {"p": [1]}).output
 
 
 def test_a_banner_before_serving_is_skipped():
     with mcp_registry([*TEST_SERVER, "--banner"], name="t", timeout=5) as registry:
-        assert registry.invoke("mcp__t__add", {"a": 2, "b": 2}) == "4"
+        assert registry.call("mcp__t__add", {"a": 2, "b": 2}).output == "4"
 
 
 def test_print_inside_an_sdk_tool_does_not_break_the_protocol():
     with mcp_registry(TEST_SERVER, name="t", timeout=5) as registry:
-        assert registry.invoke("mcp__t__noisy", {}) == "still fine"
-        assert registry.invoke("mcp__t__add", {"a": 1, "b": 2}) == "3"
+        assert registry.call("mcp__t__noisy", {}).output == "still fine"
+        assert registry.call("mcp__t__add", {"a": 1, "b": 2}).output == "3"
 
 
 @pytest.mark.parametrize(("command", "message"), [
@@ -197,7 +197,7 @@ def test_a_server_that_does_not_start_raises_clearly(command, message):
 def test_no_process_is_left_after_the_block():
     before = frozenset(p.pid for p in server_processes())
     with mcp_registry(TEST_SERVER, name="t") as registry:
-        pid = int(registry.invoke("mcp__t__pid", {}))
+        pid = int(registry.call("mcp__t__pid", {}).output)
         assert psutil.pid_exists(pid)
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     assert not psutil.pid_exists(pid)
@@ -206,7 +206,7 @@ def test_no_process_is_left_after_the_block():
 
 def test_an_exception_in_the_block_still_stops_the_server():
     with pytest.raises(KeyError), mcp_registry(TEST_SERVER, name="t") as registry:
-        pid = int(registry.invoke("mcp__t__pid", {}))
+        pid = int(registry.call("mcp__t__pid", {}).output)
         raise KeyError("a bug in the caller")
     assert not psutil.pid_exists(pid)
 
@@ -335,8 +335,8 @@ def test_a_converted_schema_is_one_the_registry_can_check():
     parameters, _ = to_parameters(SCHEMAS[3][0])
     registry = ToolRegistry()
     registry.add(Tool("point", "", parameters, fn=lambda p: str(p["x"])))
-    assert registry.invoke("point", {"p": {"x": 1}}) == "1"
-    assert "'p' must be object" in registry.invoke("point", {"p": 3})
+    assert registry.call("point", {"p": {"x": 1}}).output == "1"
+    assert "'p' must be object" in registry.call("point", {"p": 3}).output
 
 
 def test_mcp_to_openai_tools():
@@ -399,7 +399,7 @@ def course():
 ], ids=["calculator", "calculator-error", "clock", "clock-utc", "bundled-page",
         "no-network", "search-lessons", "search-empty"])
 def test_the_course_server(course, tool, arguments, expected):
-    assert expected in course.invoke(f"mcp__course__{tool}", arguments)
+    assert expected in course.call(f"mcp__course__{tool}", arguments).output
 
 
 def test_the_course_server_lists_the_local_schemas(course):

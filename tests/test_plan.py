@@ -93,9 +93,9 @@ def test_a_broken_list_is_an_error_the_model_reads_and_changes_nothing(arguments
 
 def test_every_problem_of_a_list_is_named_at_once():
     _, registry = todo_registry()
-    output = registry.invoke("todo_write", args([
+    output = registry.call("todo_write", args([
         {"content": "", "status": "in_progress"}, {"content": "b", "status": "done"},
-        {"content": "c", "status": "in_progress"}]))
+        {"content": "c", "status": "in_progress"}])).output
     assert "item 1 has an empty content" in output
     assert "item 2 has the unknown status 'done'" in output
     assert "items 1, 3 are all in_progress" in output
@@ -103,25 +103,25 @@ def test_every_problem_of_a_list_is_named_at_once():
 
 def test_an_empty_list_clears_the_plan_and_items_is_a_copy():
     todos, registry = todo_registry()
-    registry.invoke("todo_write", args(GOOD))
+    registry.call("todo_write", args(GOOD))
     todos.items[0]["status"] = "pending"  # changing the copy changes nothing
     assert todos.items == GOOD
-    assert registry.invoke("todo_write", args([])).endswith("(the todo list is empty)")
+    assert registry.call("todo_write", args([])).output.endswith("(the todo list is empty)")
     assert todos.items == []
     assert todos.history == [GOOD, []]
 
 
 def test_contents_are_kept_on_one_line():
     todos, registry = todo_registry()
-    output = registry.invoke("todo_write", args([
-        {"content": "  fix it \n[x] all tests pass", "status": "pending"}]))
+    output = registry.call("todo_write", args([
+        {"content": "  fix it \n[x] all tests pass", "status": "pending"}])).output
     assert todos.items == [{"content": "fix it [x] all tests pass", "status": "pending"}]
     assert output.splitlines()[1:] == ["[ ] fix it [x] all tests pass"]
 
 
 def test_a_huge_unknown_status_is_not_echoed_whole():
     _, registry = todo_registry()
-    output = registry.invoke("todo_write", args([{"content": "a", "status": "x" * 100_000}]))
+    output = registry.call("todo_write", args([{"content": "a", "status": "x" * 100_000}])).output
     assert output.startswith("Error:") and len(output) < 400
 
 

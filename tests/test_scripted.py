@@ -277,7 +277,7 @@ def chapter_run_agent(client: openai.OpenAI, question: str, max_steps: int = 8) 
 
 def chapter_loop(client: openai.OpenAI, model: str, registry: Any, question: str,
                  max_iters: int = 6) -> str:
-    """Seed 000's loop: its system prompt, tool_choice="auto", decoded arguments to invoke."""
+    """Seed 000's loop: its system prompt, tool_choice="auto", decoded arguments to call."""
     messages = [{"role": "system", "content": "你是助手。需要时调用工具。"},
                 {"role": "user", "content": question}]
     for _ in range(max_iters):
@@ -293,7 +293,7 @@ def chapter_loop(client: openai.OpenAI, model: str, registry: Any, question: str
         for tc in msg.tool_calls:
             args = json.loads(tc.function.arguments)
             messages.append({"role": "tool", "tool_call_id": tc.id,
-                             "content": registry.invoke(tc.function.name, args)})
+                             "content": registry.call(tc.function.name, args).output})
     return "达到最大轮次仍无最终回答"
 
 

@@ -22,8 +22,8 @@ import pytest
 from vibe_agent.course import judge
 from vibe_agent.course.tasks import (
     SUITE_DIR,
+    BugFixTask,
     FileEdit,
-    Task,
     TaskError,
     apply_edits,
     apply_fix,
@@ -39,7 +39,7 @@ from vibe_agent.course.tasks import (
 TASKS, LOAD_ERRORS = load_suite()
 
 
-def by_name(tasks: list[Task]) -> list:
+def by_name(tasks: list[BugFixTask]) -> list:
     """Parameters for `parametrize`, each with the task's name as its id."""
     return [pytest.param(task, id=task.name) for task in tasks]
 
@@ -58,7 +58,7 @@ def test_the_suite_is_small():
 
 
 @pytest.mark.parametrize("task", by_name(TASKS))
-def test_fails_as_shipped_and_passes_with_its_fix(task: Task):
+def test_fails_as_shipped_and_passes_with_its_fix(task: BugFixTask):
     pristine, fixed = judge.test_runs(task)
     # Exit code 1: the tests ran and some failed (2 would be a collection error).
     assert pristine.exit_code == 1, pristine.output
@@ -90,7 +90,7 @@ def test_a_stale_test_ids_file_is_not_believed(tmp_path: Path):
 
 
 @pytest.mark.parametrize("task", by_name(TASKS))
-def test_the_prompt_does_not_give_the_fix_away(task: Task):
+def test_the_prompt_does_not_give_the_fix_away(task: BugFixTask):
     patch = task.fix_patch.read_bytes().decode("utf-8")
     added = [
         line[1:].strip()
@@ -106,7 +106,7 @@ def occurrences(text: str, part: str) -> int:
 
 
 @pytest.mark.parametrize("task", by_name(TASKS))
-def test_fix_edits_are_unique_in_the_pristine_files(task: Task):
+def test_fix_edits_are_unique_in_the_pristine_files(task: BugFixTask):
     edits = fix_edits(task)
     assert edits
     for edit in edits:
@@ -116,7 +116,7 @@ def test_fix_edits_are_unique_in_the_pristine_files(task: Task):
 
 
 @pytest.mark.parametrize("task", by_name(TASKS))
-def test_task_metadata_and_project_layout(task: Task):
+def test_task_metadata_and_project_layout(task: BugFixTask):
     assert task.metadata["difficulty"] in ("easy", "medium", "hard")
     assert task.metadata["kind"]
     # A pytest.ini of its own keeps pytest from reading the configuration of a project
@@ -448,7 +448,7 @@ CHANGES = [
 
 @pytest.mark.parametrize(("task", "path", "content", "kept", "note"),
                          [pytest.param(*row[1:], id=row[0]) for row in CHANGES])
-def test_the_judge_keeps_only_source_changes(tmp_path: Path, task: Task, path: str,
+def test_the_judge_keeps_only_source_changes(tmp_path: Path, task: BugFixTask, path: str,
                                              content: str | None, kept: bool,
                                              note: str | None):
     workspace = copy_repo(task, tmp_path / "ws")

@@ -182,7 +182,7 @@ def run_naive_agent(client: openai.OpenAI, question: str, registry: ToolRegistry
     Args:
         client: an `openai.OpenAI` client.
         question: the user's question.
-        registry: the tools (run through `registry.invoke`).
+        registry: the tools (run through `registry.call`).
         model: the model name.
         parser: `parse_regex` or `parse_strict` (or your own).
         max_iters: most model calls.
@@ -207,7 +207,7 @@ def run_naive_agent(client: openai.OpenAI, question: str, registry: ToolRegistry
             return NaiveResult(None, "parse_failed", messages, str(exc), runs)
         if action.answer is not None:
             return NaiveResult(action.answer, "answered", messages, None, runs)
-        output = registry.invoke(action.tool or "", action.arguments)
+        output = registry.call(action.tool or "", action.arguments).output
         runs.append((action.tool or "", action.arguments, output))
         messages.append({"role": "user", "content": f"Observation: {output}"})
     return NaiveResult(None, "max_iters", messages, None, runs)

@@ -4,11 +4,11 @@ A tool is an ordinary Python function. The model never sees the function, only
 a JSON Schema that describes it, so the schema is generated from the function's
 signature and its Google-style docstring (one source, no hand-written copy that
 can drift). The registry maps the *name string* the model sends back to the real
-function, and `invoke()` runs it safely:
+function, and `call()` runs it safely:
 
     model says: {"name": "calculator", "arguments": "{\"expression\": \"17*23\"}"}
     registry:   find "calculator" -> parse JSON -> check against schema -> call
-    result:     "17 * 23 = 391"            (or error text the model can act on)
+    result:     ToolResult(output="17 * 23 = 391")   (or error text the model can act on)
 
 The model's mistakes (unknown tool, invalid JSON, wrong arguments, a tool that
 raises, a tool that takes too long) never raise here: they come back as text
@@ -576,19 +576,12 @@ class ToolRegistry:
         """All tools in the OpenAI `tools` format, ready for `chat.completions.create`."""
         return [tool.schema() for tool in self._tools.values()]
 
-    def invoke(self, name: str | None, arguments: str | dict[str, Any] | None) -> str:
-        """Run a tool the model asked for and return the text to send back.
-
-        Never raises for the model's mistakes; see `call` for the details.
-
-        Args:
-            name: the tool name the model sent.
-            arguments: the model's JSON string (or an already decoded dict).
-        """
-        return self.call(name, arguments).output
-
     def call(self, name: str | None, arguments: str | dict[str, Any] | None) -> ToolResult:
-        """Like `invoke`, but also returns what went wrong and the exception, for the trace.
+        """Run a tool the model asked for; `.output` is the text to send back.
+
+        Never raises for the model's mistakes: they come back as error text in
+        `.output`, with `.error_kind` saying what went wrong and `.exception` keeping
+        the exception for the trace.
 
         Args:
             name: the tool name the model sent.

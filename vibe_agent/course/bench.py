@@ -66,7 +66,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import openai
 import psutil
@@ -87,11 +87,11 @@ from .cassette import Cassette, CassetteError
 from .client import ConfigError, cassette_path, make_client, settings
 from .judge import judge, test_ids
 from .known_fix import KNOWN_FIX_LABEL, KNOWN_FIX_MODEL_NAME, known_fix_model
-from .tasks import SUITE_DIR, Task, TaskError, copy_repo, load_task
+from .tasks import SUITE_DIR, BugFixTask, TaskError, copy_repo, load_task
 from .text import width as text_width
 
-ModelFactory = Callable[[Task], tuple[openai.OpenAI, str]]  # task -> (client, model name)
-RegistryFactory = Callable[[Path, Task], ToolRegistry]  # (workspace, task) -> the tools
+ModelFactory = Callable[[BugFixTask], tuple[openai.OpenAI, str]]  # task -> (client, model name)
+RegistryFactory = Callable[[Path, BugFixTask], ToolRegistry]  # (workspace, task) -> the tools
 
 BENCH_MODES = ("reference", "local", "live", "replay")
 DEFAULT_MAX_ITERS = 15
@@ -111,7 +111,7 @@ BENCH_SYSTEM_PROMPT = (
 BENCH_POLICY = Policy(DEFAULT_COMMANDS)
 
 
-def bench_registry(workspace: Path, task: Task) -> ToolRegistry:
+def bench_registry(workspace: Path, task: BugFixTask) -> ToolRegistry:
     """The default tool set: the six coding tools on the workspace, commands limited to
     the allow-list and to the task's time limit."""
     return coding_registry(workspace, policy=BENCH_POLICY, command_timeout=task.timeout_s)
@@ -130,6 +130,12 @@ class BenchInterrupted(KeyboardInterrupt):
         self.unfinished = unfinished
 
 
+# Why a task was not judged: its folder is malformed ("task"), our code raised, e.g.
+# a replay miss ("harness"), or Ctrl-C stopped it ("interrupted"). Not the same thing
+# as a tool call's `ToolResult.error_kind`, which says why one call failed.
+ErrorSource = Literal["task", "harness", "interrupted"]
+
+
 @dataclass
 class TaskRecord:
     """The outcome of one task. `passed` is SWE-bench's "resolved", from the tests alone.
@@ -139,8 +145,7 @@ class TaskRecord:
     passes now). `discarded` lists the agent's changes the judge did not take (path ->
     why, e.g. "改了测试，已还原"); `tests_changed` is True when there is any.
     `stop_reason` is the loop's `StopReason` value, or "error" when the task could not
-    be run; then `error` says why and `error_kind` is "task" (a malformed task folder),
-    "harness" (an exception in our code, e.g. a replay miss) or "interrupted" (Ctrl-C).
+    be run; then `error` says why and `error_source` where it came from (`ErrorSource`).
     """
 
     task: str
@@ -160,7 +165,7 @@ class TaskRecord:
     tests_changed: bool = False  # the agent changed files the judge restored (see discarded)
     isolated: bool | None = None  # the judging run was inside bubblewrap; None: not judged
     error: str | None = None
-    error_kind: str | None = None
+    error_source: ErrorSource | None = None
     trace: Trace = field(default_factory=Trace, repr=False)
     exception: BaseException | None = field(default=None, repr=False)
 
@@ -172,7 +177,7 @@ class TaskRecord:
 
     def tests_cell(self) -> str:
         """The table's verdict cell, e.g. "2/2 修好，14/14 未破坏"."""
-        if self.error_kind is not None:
+        if self.error_source is not None:
             return "-"
         fixed, broken_not = sum(self.fail_to_pass.values()), sum(self.pass_to_pass.values())
         return (f"{fixed}/{len(self.fail_to_pass)} 修好，"
@@ -182,7 +187,7 @@ class TaskRecord:
 # --- one task ------------------------------------------------------------------------
 
 
-def run_task(task: Task, client: openai.OpenAI, model: str, *,
+def run_task(task: BugFixTask, client: openai.OpenAI, model: str, *,
              max_iters: int = DEFAULT_MAX_ITERS, system_prompt: str = BENCH_SYSTEM_PROMPT,
              registry_factory: RegistryFactory = bench_registry,
              request_options: dict[str, Any] | None = None,
@@ -252,7 +257,7 @@ def _stop_check(stop: threading.Event | None) -> Callable[[list[Any]], list[Any]
     return check
 
 
-def _guarded(task: Task, client: openai.OpenAI, model: str, options: dict[str, Any]
+def _guarded(task: BugFixTask, client: openai.OpenAI, model: str, options: dict[str, Any]
              ) -> TaskRecord:
     """`run_task`, with a task, harness or stop exception turned into an error row."""
     started = time.perf_counter()
@@ -262,7 +267,7 @@ def _guarded(task: Task, client: openai.OpenAI, model: str, options: dict[str, A
         if isinstance(exc, TaskStopped) or options["stop"].is_set():  # its commands were killed
             return TaskRecord(task=task.name, passed=False, stop_reason="error",
                               seconds=time.perf_counter() - started,
-                              error="按了 Ctrl-C，任务没有跑完。", error_kind="interrupted",
+                              error="按了 Ctrl-C，任务没有跑完。", error_source="interrupted",
                               exception=exc)
         if isinstance(exc, TaskError):
             return task_error_record(task.name, exc)
@@ -272,19 +277,19 @@ def _guarded(task: Task, client: openai.OpenAI, model: str, options: dict[str, A
         text = text if text.startswith(name) else f"{name}: {text}"
         return TaskRecord(task=task.name, passed=False, stop_reason="error",
                           seconds=time.perf_counter() - started, error=text,
-                          error_kind="harness", exception=exc)
+                          error_source="harness", exception=exc)
 
 
 def task_error_record(name: str, error: TaskError) -> TaskRecord:
     """The error row of a task folder that could not be loaded or judged."""
     return TaskRecord(task=name, passed=False, stop_reason="error", error=str(error),
-                      error_kind="task", exception=error)
+                      error_source="task", exception=error)
 
 
 # --- a whole suite -------------------------------------------------------------------
 
 
-def run_suite(tasks: Sequence[Task], model_factory: ModelFactory, *, workers: int = 1,
+def run_suite(tasks: Sequence[BugFixTask], model_factory: ModelFactory, *, workers: int = 1,
               max_iters: int = DEFAULT_MAX_ITERS, system_prompt: str = BENCH_SYSTEM_PROMPT,
               registry_factory: RegistryFactory = bench_registry, model: str | None = None,
               request_options: dict[str, Any] | None = None,
@@ -342,7 +347,7 @@ def run_suite(tasks: Sequence[Task], model_factory: ModelFactory, *, workers: in
 
 def _interrupted(pool: ThreadPoolExecutor, futures: list[Future[TaskRecord]],
                  stop: threading.Event, records: dict[str, TaskRecord],
-                 tasks: Sequence[Task]) -> BenchInterrupted:
+                 tasks: Sequence[BugFixTask]) -> BenchInterrupted:
     """Ctrl-C: cancel what is queued, stop what runs, keep what finished."""
     stop.set()
     pool.shutdown(wait=False, cancel_futures=True)
@@ -371,7 +376,7 @@ def _kill_sandboxed_commands() -> None:
             pass
 
 
-def reference_factory(tasks: Sequence[Task] | None = None) -> ModelFactory:
+def reference_factory(tasks: Sequence[BugFixTask] | None = None) -> ModelFactory:
     """Each task gets its own known-fix reference model (a script, not an LLM).
 
     Args:
@@ -379,7 +384,7 @@ def reference_factory(tasks: Sequence[Task] | None = None) -> ModelFactory:
     """
     del tasks
 
-    def factory(task: Task) -> tuple[openai.OpenAI, str]:
+    def factory(task: BugFixTask) -> tuple[openai.OpenAI, str]:
         return known_fix_model(task).client(), KNOWN_FIX_MODEL_NAME
 
     return factory
@@ -398,14 +403,14 @@ def client_factory(mode: str, cassette: str | None = None, *,
         source: record mode: what to record from, "local" or "live".
     """
 
-    def factory(task: Task) -> tuple[openai.OpenAI, str]:
+    def factory(task: BugFixTask) -> tuple[openai.OpenAI, str]:
         client = make_client(mode, cassette, source=source)
         return client, client.model
 
     return factory
 
 
-def load_tasks(folder: str | Path | None = None) -> tuple[list[Task], list[TaskRecord]]:
+def load_tasks(folder: str | Path | None = None) -> tuple[list[BugFixTask], list[TaskRecord]]:
     """The tasks of a suite folder, and an error row for each folder that is malformed.
 
     Args:
@@ -414,7 +419,7 @@ def load_tasks(folder: str | Path | None = None) -> tuple[list[Task], list[TaskR
     root = SUITE_DIR if folder is None else Path(folder)
     if not root.is_dir():
         raise TaskError(f"{root}：任务集文件夹不存在，请检查路径。")
-    tasks: list[Task] = []
+    tasks: list[BugFixTask] = []
     errors: list[TaskRecord] = []
     for child in sorted(root.iterdir()):
         if not child.is_dir() or child.name.startswith((".", "_")):  # as load_suite does
@@ -434,15 +439,15 @@ def summary(records: Sequence[TaskRecord], wall_seconds: float) -> dict[str, Any
 
     `isolated` is True when every judged task ran in bubblewrap, None if none was judged.
     """
-    ran = [r for r in records if r.error_kind is None]
+    ran = [r for r in records if r.error_source is None]
     tokens = [r.tokens for r in ran]
     return {
         "tasks": len(records),
         "passed": sum(r.passed for r in records),
         "pass_rate": sum(r.passed for r in records) / len(records) if records else 0.0,
-        "task_errors": sum(r.error_kind == "task" for r in records),
-        "harness_errors": sum(r.error_kind == "harness" for r in records),
-        "interrupted": sum(r.error_kind == "interrupted" for r in records),
+        "task_errors": sum(r.error_source == "task" for r in records),
+        "harness_errors": sum(r.error_source == "harness" for r in records),
+        "interrupted": sum(r.error_source == "interrupted" for r in records),
         "tests_changed": sum(r.tests_changed for r in records),
         "tokens": sum(tokens) if ran and None not in tokens else None,  # type: ignore[arg-type]
         "isolated": all(r.isolated for r in ran) if ran else None,
@@ -454,7 +459,7 @@ def _pad(text: str, width: int) -> str:
     return text + " " * max(0, width - text_width(text))
 
 
-ERROR_KINDS = {"task": "任务文件有误", "harness": "评测框架出错", "interrupted": "已中断"}
+ERROR_SOURCES = {"task": "任务文件有误", "harness": "评测框架出错", "interrupted": "已中断"}
 
 
 def format_table(records: Sequence[TaskRecord], wall_seconds: float) -> str:
@@ -474,7 +479,8 @@ def format_table(records: Sequence[TaskRecord], wall_seconds: float) -> str:
         if r.tests_timed_out:
             lines.append(f"测试超时（{r.task}）：整轮判定超过了 timeout_s，没有报告的测试算失败")
         if r.error:
-            lines.append(f"{ERROR_KINDS.get(r.error_kind or '', '出错')}（{r.task}）：{r.error}")
+            source = ERROR_SOURCES.get(r.error_source or "", "出错")
+            lines.append(f"{source}（{r.task}）：{r.error}")
     totals = summary(records, wall_seconds)
     if totals["isolated"] is False:
         lines.append(f"{NOT_ISOLATED}：判定和 agent 的命令都没有隔离（{why_not_isolated()}）")
@@ -657,7 +663,7 @@ def _main(args: argparse.Namespace) -> int:
         except CassetteError as exc:
             print(str(exc), file=sys.stderr)
             return EXIT_HARNESS
-    if any(r.error_kind == "harness" for r in records):
+    if any(r.error_source == "harness" for r in records):
         return EXIT_HARNESS
     return EXIT_TASK_ERRORS if errors else EXIT_OK
 
@@ -671,7 +677,7 @@ def _exit_interrupted() -> int:
     return EXIT_INTERRUPTED
 
 
-def _factory(mode: str, args: argparse.Namespace, tasks: Sequence[Task],
+def _factory(mode: str, args: argparse.Namespace, tasks: Sequence[BugFixTask],
              experiment: dict[str, Any]) -> tuple[ModelFactory, str, Cassette | None]:
     """The model factory for a mode, a line that says honestly what the model is, and
     the cassette being recorded (None unless --record)."""
@@ -693,7 +699,7 @@ def _factory(mode: str, args: argparse.Namespace, tasks: Sequence[Task],
     return factory, client.describe(), client.cassette if args.record else None
 
 
-def _recording_factory(mode: str, args: argparse.Namespace, tasks: Sequence[Task],
+def _recording_factory(mode: str, args: argparse.Namespace, tasks: Sequence[BugFixTask],
                        experiment: dict[str, Any]) -> ModelFactory:
     """Record mode from `mode`; the cassette's provenance names this command and run."""
     name = args.cassette or DEFAULT_CASSETTES[mode]

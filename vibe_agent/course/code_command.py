@@ -27,7 +27,7 @@ from ..registry import ToolRegistry
 from ..terminal import APPROVALS, Session
 from .client import make_client, resolve_mode, settings
 from .known_fix import KNOWN_FIX_LABEL, KNOWN_FIX_MODEL_NAME, known_fix_model
-from .tasks import SUITE_DIR, Task, copy_repo, load_suite
+from .tasks import SUITE_DIR, BugFixTask, copy_repo, load_suite
 
 CODE_MODES = ("reference", "offline", "local", "live")
 EXIT_CONFIG = 2
@@ -70,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
         return _usage_error("请给出一个文件夹，或者用 --task 选一个课程任务（二选一）。")
     if args.max_iters < 1:
         return _usage_error("--max-iters 至少是 1。")
-    task: Task | None = None
+    task: BugFixTask | None = None
     if args.task is not None:
         task = _find_task(args.task)
         if task is None:
@@ -119,7 +119,7 @@ def _server(text: str) -> tuple[str, list[str]] | None:
     return (name.strip(), argv) if name.strip() and argv else None
 
 
-def _client(mode: str | None, task: Task | None) -> tuple[Any, str, str]:
+def _client(mode: str | None, task: BugFixTask | None) -> tuple[Any, str, str]:
     """The client, the model name and the on-screen label for `mode`."""
     chosen = mode or resolve_mode(None, settings())
     if chosen in ("reference", "offline", "replay"):
@@ -130,7 +130,7 @@ def _client(mode: str | None, task: Task | None) -> tuple[Any, str, str]:
     return client, client.model, f"（{client.describe()}）"
 
 
-def _find_task(name: str) -> Task | None:
+def _find_task(name: str) -> BugFixTask | None:
     tasks, _ = load_suite(SUITE_DIR)
     return next((task for task in tasks if task.name == name), None)
 

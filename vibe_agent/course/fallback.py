@@ -137,13 +137,13 @@ def pick_mode(env: dict[str, str], requested: str | None) -> str:
     return resolve_mode(requested, env)
 
 
-@_about("包里的 ToolRegistry.invoke（它先按工具说明检查参数，第 5 节会讲到）")
+@_about("包里的 ToolRegistry.call（它先按工具说明检查参数，第 5 节会讲到）")
 def safe_invoke(tools: dict[str, Callable[..., Any]], name: str, arguments: str) -> str:
-    """Exercise 3.2: the tools registered in a `ToolRegistry`, called by `invoke`."""
+    """Exercise 3.2: the tools registered in a `ToolRegistry`, called by `call`."""
     registry = ToolRegistry()
     for tool_name, function in tools.items():
         registry.register(function, name=tool_name)
-    return registry.invoke(name, arguments)
+    return registry.call(name, arguments).output
 
 
 @_about("包里的 run_agent（它多了刹车；停下时没有回答，返回 None）")

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..sandbox import run_in_sandbox
-from .tasks import Task, TaskError, apply_fix, copy_repo, fix_edits, pytest_args
+from .tasks import BugFixTask, TaskError, apply_fix, copy_repo, fix_edits, pytest_args
 
 JUDGE_VERSION = 1  # part of the cache key: bump it when the judging changes
 DEFAULT_TEST_TIMEOUT_S = 10.0  # per test, unless task.json says "test_timeout_s"
@@ -84,7 +84,7 @@ def test_file_kind(path: str) -> str | None:
     return None
 
 
-def source_files(task: Task) -> set[str]:
+def source_files(task: BugFixTask) -> set[str]:
     """The task's source files in its pristine project (paths relative to repo/)."""
     pristine = set(_files(task.repo))
     touched = {edit.path for edit in fix_edits(task)} if task.fix_patch else set()
@@ -95,7 +95,7 @@ def source_files(task: Task) -> set[str]:
     return {path for path in chosen if test_file_kind(path) is None}
 
 
-def is_source(task: Task, path: str, sources: set[str]) -> bool:
+def is_source(task: BugFixTask, path: str, sources: set[str]) -> bool:
     """Whether the judge takes the agent's version of `path` (existing, new or deleted)."""
     if test_file_kind(path) is not None:
         return False
@@ -122,7 +122,7 @@ def _why_discarded(path: str, state: str) -> str:
     return f"{verb}任务源码以外的文件，{undone}"
 
 
-def agent_changes(task: Task, workspace: Path) -> tuple[dict[str, str], dict[str, str]]:
+def agent_changes(task: BugFixTask, workspace: Path) -> tuple[dict[str, str], dict[str, str]]:
     """What the agent changed in `workspace`, split into kept and discarded.
 
     Returns:
@@ -167,7 +167,7 @@ def _matches(path: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(path, pattern) for pattern in patterns)
 
 
-def held_out_copy(task: Task, workspace: Path, dest: Path) -> dict[str, str]:
+def held_out_copy(task: BugFixTask, workspace: Path, dest: Path) -> dict[str, str]:
     """A pristine copy of the task at `dest` with the agent's source changes applied.
 
     Returns:
@@ -203,7 +203,7 @@ class TestRun:
         return self.outcomes.get(test_id) == "passed"
 
 
-def judge_command(task: Task, report: str) -> str:
+def judge_command(task: BugFixTask, report: str) -> str:
     """The shell command the judge runs: the task's pytest arguments, made safe.
 
     Args:
@@ -225,7 +225,7 @@ def judge_command(task: Task, report: str) -> str:
     return shlex.join(argv)
 
 
-def run_tests(task: Task, project: Path) -> TestRun:
+def run_tests(task: BugFixTask, project: Path) -> TestRun:
     """Run the task's tests in `project` (in the sandbox) and read pytest's own report."""
     report = f".judge-{uuid.uuid4().hex}.xml"  # a name the project cannot know in advance
     done = run_in_sandbox(judge_command(task, report), project, timeout=task.timeout_s)
@@ -294,7 +294,7 @@ def cache_dir() -> Path:
     return Path(base) / "vibe_agent" / "test_ids"
 
 
-def task_hash(task: Task) -> str:
+def task_hash(task: BugFixTask) -> str:
     """A hash of everything in the task folder that can change a verdict.
 
     The shipped `test_ids.json` is left out: it records this hash.
@@ -312,7 +312,7 @@ def task_hash(task: Task) -> str:
     return digest.hexdigest()
 
 
-def test_ids(task: Task) -> TestIds:
+def test_ids(task: BugFixTask) -> TestIds:
     """FAIL_TO_PASS and PASS_TO_PASS of a task: from memory, from the task's own
     `test_ids.json` (if made from exactly this task), from the disk cache, or from two
     real runs (then cached).
@@ -332,7 +332,7 @@ def test_ids(task: Task) -> TestIds:
         return _cache[key]
 
 
-def test_runs(task: Task) -> tuple[TestRun, TestRun]:
+def test_runs(task: BugFixTask) -> tuple[TestRun, TestRun]:
     """The pristine and the fixed run of a task's tests (what `test_ids` is made from)."""
     if task.fix_patch is None:
         raise TaskError(f"{task.folder}：没有 fix.patch（参考修复），算不出 FAIL_TO_PASS。")
@@ -344,7 +344,7 @@ def test_runs(task: Task) -> tuple[TestRun, TestRun]:
     return pristine, fixed
 
 
-def ids_from_runs(task: Task, pristine: TestRun, fixed: TestRun) -> TestIds:
+def ids_from_runs(task: BugFixTask, pristine: TestRun, fixed: TestRun) -> TestIds:
     """SWE-bench's lists from the pristine and the fixed run; TaskError if they are unusable."""
     for which, run in (("出厂的项目", pristine), ("应用参考修复后", fixed)):
         if run.timed_out or run.exit_code is None or run.exit_code < 0:  # nothing is cached
@@ -365,7 +365,7 @@ def ids_from_runs(task: Task, pristine: TestRun, fixed: TestRun) -> TestIds:
     return ids
 
 
-def _compute(task: Task, key: str) -> TestIds:
+def _compute(task: BugFixTask, key: str) -> TestIds:
     protected = sorted({edit.path for edit in fix_edits(task)} - source_files(task))
     if protected:
         raise TaskError(f"{task.fix_patch}：参考修复改了测试或 pytest 配置"
@@ -399,7 +399,7 @@ def _write_ids(path: Path, key: str, ids: TestIds) -> None:
         pass
 
 
-def ship_test_ids(task: Task) -> TestIds:
+def ship_test_ids(task: BugFixTask) -> TestIds:
     """Compute a task's lists from two real runs and write them beside its task.json.
 
     `python -m vibe_agent.course.judge [SUITE]` does it for every task of a suite.
@@ -424,7 +424,7 @@ class Verdict:
     run: TestRun
 
 
-def judge(task: Task, workspace: Path) -> Verdict:
+def judge(task: BugFixTask, workspace: Path) -> Verdict:
     """Judge the agent's work in `workspace` on a held-out pristine copy of the task."""
     ids = test_ids(task)
     with tempfile.TemporaryDirectory(prefix="vibe-judge-") as temp:

@@ -29,14 +29,14 @@ from typing import Any
 from unidiff import PatchSet
 
 from .scripted import Policy, Reply, ScriptedModel, answer, call, calls, results_this_turn
-from .tasks import FileEdit, Task, fix_edits, read_patch_text
+from .tasks import BugFixTask, FileEdit, fix_edits, read_patch_text
 
 KNOWN_FIX_MODEL_NAME = "scripted-known-fix"
 KNOWN_FIX_LABEL = "参考模型重放任务自带的已知修复（fix.patch），它不推理，也不是 LLM"
 CODING_TOOLS = ("search_code", "read_file", "edit_file", "run_command")
 
 
-def known_fix_plan(task: Task) -> list[Reply]:
+def known_fix_plan(task: BugFixTask) -> list[Reply]:
     """The replies the reference model sends for `task`, in order (one per round)."""
     edits = fix_edits(task)
     touched = list(dict.fromkeys(edit.path for edit in edits))
@@ -60,7 +60,7 @@ def known_fix_plan(task: Task) -> list[Reply]:
     return plan
 
 
-def search_name(task: Task) -> str | None:
+def search_name(task: BugFixTask) -> str | None:
     """The name the reference model searches for before reading.
 
     The function or class around the fix's first removed line: the last `def` or
@@ -105,7 +105,7 @@ def _summary(paths: list[str]) -> str:
             "（我是脚本参考模型：只会重放 fix.patch，不会推理；改得对不对，由测试说了算。）")
 
 
-def known_fix_policy(tasks: Iterable[Task]) -> Policy:
+def known_fix_policy(tasks: Iterable[BugFixTask]) -> Policy:
     """A policy that recognises each task by its prompt and replays that task's fix.
 
     The round is the number of tool results already in the request, so the same
@@ -131,7 +131,7 @@ def known_fix_policy(tasks: Iterable[Task]) -> Policy:
     return policy
 
 
-def known_fix_model(tasks: Task | Iterable[Task], *,
+def known_fix_model(tasks: BugFixTask | Iterable[BugFixTask], *,
                     context_window: int | None = None) -> ScriptedModel:
     """A scripted model (labelled `scripted-known-fix`) that replays the tasks' fixes.
 
@@ -139,7 +139,7 @@ def known_fix_model(tasks: Task | Iterable[Task], *,
         tasks: the tasks it knows.
         context_window: a window in tokens it enforces as OpenAI does (None: none).
     """
-    tasks = [tasks] if isinstance(tasks, Task) else list(tasks)
+    tasks = [tasks] if isinstance(tasks, BugFixTask) else list(tasks)
     return ScriptedModel(known_fix_policy(tasks), name=KNOWN_FIX_MODEL_NAME,
                          context_window=context_window)
 

@@ -31,7 +31,7 @@ from ..memory import NOTES_TAG
 from ..sandbox import run_in_sandbox
 from .known_fix import known_fix_plan
 from .scripted import Reply, ScriptedModel, answer, call, calls, results_this_turn
-from .tasks import Task, copy_repo, load_task
+from .tasks import BugFixTask, copy_repo, load_task
 
 EXTRA_TASKS = Path(__file__).resolve().parent.parent / "data" / "tasks_extra"
 PLANNER_NAME = "scripted-known-fix-planner"
@@ -41,7 +41,7 @@ SCRIPTED_LABEL = "脚本模型（确定性的程序，不是 LLM）：重放任�
 CLAIM = "已修复，测试全部通过。"
 
 
-def extra_task(name: str) -> Task:
+def extra_task(name: str) -> BugFixTask:
     """A course project of lesson 12 (`vibe_agent/data/tasks_extra/NAME`)."""
     return load_task(EXTRA_TASKS / name)
 
@@ -85,7 +85,7 @@ def with_todos(plan: list[Reply]) -> list[Reply]:
     return [*replies, plan[-1]]
 
 
-def planner_model(task: Task) -> ScriptedModel:
+def planner_model(task: BugFixTask) -> ScriptedModel:
     """The reference model's known fix of `task`, keeping a todo list (scripted)."""
     return ScriptedModel(with_todos(known_fix_plan(task)), name=PLANNER_NAME)
 
@@ -95,7 +95,7 @@ def planner_model(task: Task) -> ScriptedModel:
 # ---------------------------------------------------------------------------
 
 
-def claims_early(task: Task) -> ScriptedModel:
+def claims_early(task: BugFixTask) -> ScriptedModel:
     """Answers "已修复" first; asked again, it replays the known fix (scripted)."""
     return ScriptedModel([answer(CLAIM), *known_fix_plan(task)], name=CLAIMER_NAME)
 
@@ -114,7 +114,7 @@ def is_test_file(path: Path) -> bool:
             or path.name.endswith("_test.py") or path.name in TEST_CONFIG)
 
 
-def pristine_verdict(task: Task, workspace: str | Path) -> bool:
+def pristine_verdict(task: BugFixTask, workspace: str | Path) -> bool:
     """Whether the held-out tests pass on the agent's code, run in the sandbox.
 
     The workspace is copied; every test file and test configuration in the copy is
@@ -156,7 +156,7 @@ def exploring(body: dict[str, Any]) -> list[Reply]:
     return steps
 
 
-def session_model(task: Task) -> ScriptedModel:
+def session_model(task: BugFixTask) -> ScriptedModel:
     """A session on `task`'s project: with earlier notes in the system prompt it starts
     with the known fix; without, it explores first (scripted, not an LLM)."""
     fix = known_fix_plan(task)
@@ -172,6 +172,6 @@ def session_model(task: Task) -> ScriptedModel:
     return ScriptedModel(policy, name=SESSION_NAME)
 
 
-def fresh_copy(task: Task) -> Path:
+def fresh_copy(task: BugFixTask) -> Path:
     """A new copy of the task's project in a temporary folder (named `project`)."""
     return copy_repo(task, Path(tempfile.mkdtemp(prefix="vibe-ws-")) / "project")

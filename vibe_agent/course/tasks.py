@@ -74,7 +74,7 @@ class TaskError(ValueError):
 
 
 @dataclass(frozen=True)
-class Task:
+class BugFixTask:
     """One bug-fix task: the issue text, the project, and how its success is judged."""
 
     name: str
@@ -109,7 +109,7 @@ class FileEdit:
 # --- loading -------------------------------------------------------------------------
 
 
-def load_task(folder: str | Path) -> Task:
+def load_task(folder: str | Path) -> BugFixTask:
     """Read and check one task folder.
 
     Args:
@@ -130,7 +130,7 @@ def load_task(folder: str | Path) -> Task:
     patch = folder / "fix.patch"
     if patch.exists():
         _read_patch(patch, repo)  # raises TaskError unless the fix applies cleanly
-    return Task(
+    return BugFixTask(
         name=folder.name,
         folder=folder,
         prompt=fields["prompt"],
@@ -144,7 +144,7 @@ def load_task(folder: str | Path) -> Task:
     )
 
 
-def load_suite(folder: str | Path | None = None) -> tuple[list[Task], list[TaskError]]:
+def load_suite(folder: str | Path | None = None) -> tuple[list[BugFixTask], list[TaskError]]:
     """Load every task folder of a suite, in name order; broken tasks become errors.
 
     Args:
@@ -153,7 +153,7 @@ def load_suite(folder: str | Path | None = None) -> tuple[list[Task], list[TaskE
     root = SUITE_DIR if folder is None else Path(folder)
     if not root.is_dir():
         raise TaskError(f"{root}：任务集文件夹不存在，请检查路径。")
-    tasks: list[Task] = []
+    tasks: list[BugFixTask] = []
     errors: list[TaskError] = []
     for child in sorted(root.iterdir()):
         if not child.is_dir() or child.name.startswith((".", "_")):
@@ -274,7 +274,7 @@ def _read_patch(patch: Path, repo: Path) -> list[FileEdit]:
 # --- copies and commands -------------------------------------------------------------
 
 
-def copy_repo(task: Task, dest: str | Path) -> Path:
+def copy_repo(task: BugFixTask, dest: str | Path) -> Path:
     """A fresh copy of the task's project at `dest` (which must not exist yet).
 
     Caches (`__pycache__`, `.pytest_cache`) are left behind. Symbolic links are copied
@@ -313,7 +313,7 @@ def check_links(repo: Path) -> None:
                 )
 
 
-def command_argv(task: Task, python: str = sys.executable) -> list[str]:
+def command_argv(task: BugFixTask, python: str = sys.executable) -> list[str]:
     """The test command as arguments; a leading `python` becomes `python` given here.
 
     So `python -m pytest -q` runs with the interpreter (and the pytest) of this
@@ -373,7 +373,7 @@ def patch_edits(patch_text: str, repo: Path | None = None) -> list[FileEdit]:
     return edits
 
 
-def fix_edits(task: Task) -> list[FileEdit]:
+def fix_edits(task: BugFixTask) -> list[FileEdit]:
     """The edits of the task's reference fix, checked against its pristine project."""
     if task.fix_patch is None:
         raise TaskError(f"{task.folder}：这个任务没有 fix.patch（参考修复），无法回放。")
@@ -389,7 +389,7 @@ def apply_edits(edits: list[FileEdit], root: str | Path) -> None:
         target.write_bytes(text.encode("utf-8"))
 
 
-def apply_fix(task: Task, workspace: str | Path) -> list[FileEdit]:
+def apply_fix(task: BugFixTask, workspace: str | Path) -> list[FileEdit]:
     """Apply the task's reference fix to `workspace`, a copy of its project.
 
     Returns:

@@ -74,6 +74,9 @@ TOOL_CHOICE_HINT = ("循环里每一轮都用 tool_choice=\"auto\"：由模型�
                     "\"none\" 不许调用工具，循环就没有工具可执行（第 8 节）。")
 EXTRA_HINT = ("每一轮的请求就用上面那一行：model、messages、tools、tool_choice=\"auto\"、"
               "temperature=0 五个参数，不要增减。" + OFFLINE)
+RESULT_HINT = ("工具执行完以后，下一次请求没能发出去：messages 里有不是 JSON 的东西。"
+               "registry.call(...) 返回的是 ToolResult，"
+               "tool 消息的 content 要放它的 .output（文字）。")
 RUNAWAY_HINT = ("用 for _ in range(max_iters)：循环最多调用 max_iters 次模型，"
                 "跑满了就停下并返回一句说明。不要用 while True，它只在模型愿意停的时候才停。")
 
@@ -122,6 +125,8 @@ def _run(fn: Callable[..., Any], model: ScriptedModel, max_iters: int = 6) -> An
              why + RUNAWAY_HINT)
     if isinstance(error, ScriptExhausted):
         fail("模型已经给出最终回答（没有 tool_calls），你的循环却又调用了一次模型", EXIT_HINT)
+    if isinstance(error, TypeError) and model.requests:  # the next request could not be sent
+        fail(outcome.raised(), RESULT_HINT)
     return outcome.get()
 
 
@@ -178,8 +183,8 @@ def _answered_by_id(model: ScriptedModel, n: int) -> Problem:
                 "每个工具轮都先追加 assistant_message(message)，再追加 tool 消息。")
     tool_calls = messages[assistant]["tool_calls"]
     answers = messages[assistant + 1:]
-    expected = {tc["id"]: checker_registry().invoke(tc["function"]["name"],
-                                                    tc["function"]["arguments"])
+    expected = {tc["id"]: checker_registry().call(tc["function"]["name"],
+                                                  tc["function"]["arguments"]).output
                 for tc in tool_calls}
     names = {tc["id"]: tc["function"]["name"] for tc in tool_calls}
     if [m.get("role") for m in answers] != ["tool"] * len(tool_calls):

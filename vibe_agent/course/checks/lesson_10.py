@@ -33,7 +33,7 @@ from unidiff import PatchSet
 
 from ...sandbox import run_in_sandbox
 from ..bench import TaskRecord, summary
-from ..tasks import SUITE_DIR, Task, TaskError, apply_fix, copy_repo, load_task
+from ..tasks import SUITE_DIR, BugFixTask, TaskError, apply_fix, copy_repo, load_task
 from . import Report, Verdict, attempt, fail, short
 
 # ---------------------------------------------------------------------------
@@ -127,7 +127,7 @@ def _test_files(repo: Path) -> list[str]:
                   if _is_test_file(PurePosixPath(p.name)) and "__pycache__" not in p.parts)
 
 
-def _patched_paths(task: Task) -> list[str]:
+def _patched_paths(task: BugFixTask) -> list[str]:
     assert task.fix_patch is not None
     return [f.path for f in PatchSet(task.fix_patch.read_text(encoding="utf-8"))]
 
@@ -178,7 +178,7 @@ def leaked_fragments(prompt: str, patch_text: str) -> list[str]:
     return found
 
 
-def _bundled_copy(task: Task) -> str | None:
+def _bundled_copy(task: BugFixTask) -> str | None:
     """The name of the bundled task `task` is a copy of (same fix, or same project), or None."""
     assert task.fix_patch is not None
     patch = task.fix_patch.read_bytes()
@@ -201,7 +201,7 @@ def _tail(output: str, lines: int = 2) -> str:
     return " ⏎ ".join(kept) or "（命令没有任何输出）"
 
 
-def _run(task: Task, project: Path) -> tuple[int | None, str]:
+def _run(task: BugFixTask, project: Path) -> tuple[int | None, str]:
     """The test command's exit code in the sandbox (None: timed out) and its output."""
     done = run_in_sandbox(task.test_command, project,
                           timeout=min(task.timeout_s, MAX_TEST_SECONDS))
@@ -230,7 +230,7 @@ def check_my_task(fn: Callable[[Path], Any]) -> Verdict:
         if report.unsolved or report.failed:
             return report.verdict()
 
-        task: Task | None = None
+        task: BugFixTask | None = None
         with report.case("load_task 读得出来（task.json、repo/、fix.patch）"):
             try:
                 task = load_task(folder)
@@ -289,7 +289,7 @@ def check_my_task(fn: Callable[[Path], Any]) -> Verdict:
     return report.verdict()
 
 
-def _not_green(task: Task, code: int | None, output: str) -> tuple[str, str]:
+def _not_green(task: BugFixTask, code: int | None, output: str) -> tuple[str, str]:
     """Why the fixed project's tests did not pass: (message, hint)."""
     if code is None:
         return "打上补丁后测试超时了", TIMEOUT_HINT
@@ -299,7 +299,7 @@ def _not_green(task: Task, code: int | None, output: str) -> tuple[str, str]:
     return message, PASSES_HINT
 
 
-def _expect_red(task: Task, code: int | None, output: str) -> None:
+def _expect_red(task: BugFixTask, code: int | None, output: str) -> None:
     """Fail the case unless the pristine project's tests ran and failed."""
     if code is None:
         fail("出厂的 repo/ 测试超时了", TIMEOUT_HINT)
@@ -353,7 +353,7 @@ def _record(task: str, passed: bool, tokens: int | None, *, stop: str = "answere
                       discarded={f"tests/test_{task}.py": "改了测试，已还原"} if tests_changed
                       else {},
                       tests_changed=tests_changed, error=error,
-                      error_kind="harness" if error else None)
+                      error_source="harness" if error else None)
 
 
 def _wanted(records: list[TaskRecord]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...loop import run_agent, run_tool, run_tools
-from ...registry import ToolDefinitionError, ToolRegistry
+from ...registry import ToolDefinitionError, ToolRegistry, ToolResult
 from ...subagents import delegate_registry
 from ..scripted import Reply, ScriptedModel, answer, call, calls, offered_tools
 from . import MAX_REQUESTS, Report, attempt, fail, short
@@ -84,6 +84,9 @@ def _pairs(got: Any) -> list[tuple[Any, Any]]:
             fail(f"消息的 role 应该是 \"tool\"，得到 {short(message.get('role'))}",
                  "每条结果都是 {\"role\": \"tool\", \"tool_call_id\": 调用的 id, "
                  "\"content\": 文字}。")
+    if any(isinstance(m.get("content"), ToolResult) for m in got):
+        fail("content 放的是 ToolResult 对象，模型只读得懂文字。",
+             "registry.call(...) 返回 ToolResult：交给模型的文字是它的 .output。")
     return [(m.get("tool_call_id"), m.get("content")) for m in got]
 
 
@@ -118,7 +121,7 @@ def check_run_calls_concurrently(fn: Callable[..., Any]) -> Any:
     report = Report("练习 13.1：run_calls_concurrently —— 同时执行、按调用顺序、按 id 配对")
     if report.borrows(fn, run_tools, run_tool, run_agent,
                       hint="这个练习就是自己写出并发执行：用 ThreadPoolExecutor 和 "
-                           "registry.invoke，不要调用包里的 run_tools / run_agent。"):
+                           "registry.call，不要调用包里的 run_tools / run_agent。"):
         return report.verdict()
     with report.case("先完成的排在后面：结果仍按调用的顺序、配着各自的 id"):
         probe = Probe()
@@ -149,8 +152,8 @@ def check_run_calls_concurrently(fn: Callable[..., Any]) -> Any:
         result = attempt(fn, probe.registry, tool_calls, 3)
         if result.error is not None:
             fail(f"异常从工作线程里跑了出来：{result.raised()}",
-                 "future.result() 会把工作线程里的异常原样抛出来。用 registry.invoke(name, "
-                 "arguments)：它从不抛异常，工具的异常会变成模型读得懂的错误文字。")
+                 "future.result() 会把工作线程里的异常原样抛出来。用 registry.call(name, "
+                 "arguments)：它从不抛异常，工具的异常会变成模型读得懂的错误文字（.output）。")
         pairs = _pairs(result.value)
         wanted = _wanted([tool_calls[0], tool_calls[2]])
         if len(pairs) != 3 or [pairs[0], pairs[2]] != wanted:
@@ -160,7 +163,7 @@ def check_run_calls_concurrently(fn: Callable[..., Any]) -> Any:
                 or word not in str(pairs[1][1]):
             fail(f"出错的那个调用得到的是 {short(pairs[1])}",
                  "出错的调用也要有一条 tool 消息，配着它的 id，"
-                 "内容是 registry.invoke 给的错误文字。")
+                 "内容是 registry.call 给的错误文字（它的 .output）。")
     with report.case("没有调用"):
         got = attempt(fn, Probe().registry, [], 4).get("没有调用时直接返回空列表。")
         if got != []:
