@@ -235,20 +235,20 @@ def reader(count: int, size: int) -> tuple[ToolRegistry, list[Reply]]:
     return registry, [*script, answer("done")]
 
 
-def policy_from(script: list[Reply]):
+def responder_from(script: list[Reply]):
     """Each request is answered by the reply after the last read_page call it holds."""
-    def policy(body):
+    def respond(body):
         made = [m for m in body["messages"] if m.get("tool_calls")]
         if not made:
             return script[0]
         number = json.loads(made[-1]["tool_calls"][0]["function"]["arguments"])["number"]
         return script[number + 1]
-    return policy
+    return respond
 
 
 def test_without_compaction_the_window_ends_the_run():
     registry, script = reader(8, 600)
-    model = ScriptedModel(policy_from(script), context_window=800)
+    model = ScriptedModel(responder_from(script), context_window=800)
     result = run_agent(model.client(), "read", registry, model="m", max_iters=12)
     assert result.stop_reason is StopReason.CONTEXT_TOO_LONG
     assert result.trace[-2].kind == "model" and result.trace[-2].decision == "error"
@@ -256,7 +256,7 @@ def test_without_compaction_the_window_ends_the_run():
 
 def test_compaction_on_overflow_retries_the_round_and_finishes(tmp_path):
     registry, script = reader(8, 600)
-    model = ScriptedModel(policy_from(script), context_window=800)
+    model = ScriptedModel(responder_from(script), context_window=800)
     compaction = Compaction(scripted_summarizer, keep_last_rounds=1,
                             archive=tmp_path / "archive.jsonl")
     result = run_agent(model.client(), "read", registry, model="m", max_iters=12,
@@ -275,7 +275,7 @@ def test_compaction_on_overflow_retries_the_round_and_finishes(tmp_path):
 
 def test_the_retry_happens_once_then_the_run_stops():
     registry, script = reader(8, 600)
-    model = ScriptedModel(policy_from(script), context_window=800)
+    model = ScriptedModel(responder_from(script), context_window=800)
     compaction = Compaction(lambda messages: "far too long " * 500, keep_last_rounds=1)
     result = run_agent(model.client(), "read", registry, model="m", max_iters=12,
                        compaction=compaction)
@@ -286,7 +286,7 @@ def test_the_retry_happens_once_then_the_run_stops():
 
 def test_a_failing_summary_request_ends_the_run_with_a_provider_error():
     registry, script = reader(8, 600)
-    model = ScriptedModel(policy_from(script), context_window=800)
+    model = ScriptedModel(responder_from(script), context_window=800)
     broken = model_summarizer(ScriptedModel([Reply(status=500, raw={"error": {
         "message": "boom", "type": "server_error", "param": None, "code": None}})]).client(),
         model="m")
@@ -298,7 +298,7 @@ def test_a_failing_summary_request_ends_the_run_with_a_provider_error():
 
 def test_a_budget_compacts_before_the_window_is_reached():
     registry, script = reader(8, 600)
-    model = ScriptedModel(policy_from(script), context_window=2000)
+    model = ScriptedModel(responder_from(script), context_window=2000)
     compaction = Compaction(scripted_summarizer, budget=700, keep_last_rounds=1)
     result = run_agent(model.client(), "read", registry, model="m", max_iters=12,
                        compaction=compaction)
@@ -314,10 +314,10 @@ def all_messages_of(result) -> list[str]:
 
 def test_the_archive_holds_every_message(tmp_path):
     registry, script = reader(8, 600)
-    full = run_agent(ScriptedModel(policy_from(script), context_window=10**6).client(), "read",
+    full = run_agent(ScriptedModel(responder_from(script), context_window=10**6).client(), "read",
                      registry, model="m", max_iters=12)
     archive = tmp_path / "a.jsonl"
-    compacted = run_agent(ScriptedModel(policy_from(script), context_window=800).client(),
+    compacted = run_agent(ScriptedModel(responder_from(script), context_window=800).client(),
                           "read", registry, model="m", max_iters=12,
                           compaction=Compaction(scripted_summarizer, keep_last_rounds=1,
                                                 archive=archive))
