@@ -80,7 +80,7 @@ class Session:
     root: Path
     console: Console
     approve: str = "ask"
-    label: str = ""  # who answers, e.g. "脚本参考模型（不是 LLM）"
+    label: str = ""  # who answers, e.g. "（离线模式：已知修复模型重放…，不是 LLM）"
     system_prompt: str | None = None  # None: lesson 09's rules + AGENTS.md + notes (12)
     stream: bool = True
     max_iters: int = 20
