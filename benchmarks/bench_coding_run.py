@@ -2,9 +2,9 @@
 
     python benchmarks/bench_coding_run.py [--task sales_report_total] [--runs 5]
 
-Runs the reference model (`known_fix_model`: it replays the task's fix, it does not
+Runs the known-fix model (`known_fix_model`: it replays the task's fix, it does not
 reason) with the coding tools on a fresh copy of one task, several times, and splits
-each run's wall time by the trace: model rounds (here a scripted policy behind the real
+each run's wall time by the trace: model rounds (here a scripted responder behind the real
 SDK, so this is the client and transport cost, not a hosted model's latency), file tools,
 and `run_command`. The sandbox's start-up inside `run_command` is estimated as the
 number of commands times the median of a sandboxed `true`. Medians over the runs.

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_compaction.py [--window 4000] [--budget 0.5] [--keep 2] [--runs 3]
 
-The reference model (`known_fix_model`: it replays each task's fix, it does not reason)
+The known-fix model (`known_fix_model`: it replays each task's fix, it does not reason)
 runs the long task (`data/tasks_long/`) and the bug-fix suite with a scripted context
 window (`context_window`: tokens counted with o200k_base, answered like OpenAI when
 exceeded). Four ways to run each task:
@@ -10,13 +10,13 @@ exceeded). Four ways to run each task:
     full     no window at all: the history resent whole (the token baseline)
     nothing  the window, no strategy: the run ends with context_too_long once it is hit
     trim     the window, lesson 07's trim_old_tool_results as `prepare`
-    compact  the window, Compaction(reference_summarizer, budget=--budget x the window,
+    compact  the window, Compaction(scripted_summarizer, budget=--budget x the window,
              keep_last_rounds=--keep)
 
 Judged like the bench: the agent's changes outside tests/ are copied onto a pristine
 copy, and the task's tests run there. Printed: tasks solved; prompt tokens per solved
 task (the API's `usage`, summed over the run) as a ratio to `full`; summary calls per
-task; median wall seconds per run. The reference summariser makes no model call, so a
+task; median wall seconds per run. The scripted summariser makes no model call, so a
 model summariser would add its own tokens to `compact` (one request per compaction).
 """
 
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from vibe_agent.coding import coding_registry
-from vibe_agent.compact import Compaction, reference_summarizer
+from vibe_agent.compact import Compaction, scripted_summarizer
 from vibe_agent.context import trim_old_tool_results
 from vibe_agent.course.known_fix import known_fix_model
 from vibe_agent.course.tasks import (
@@ -72,7 +72,7 @@ def one_run(task: BugFixTask, way: str, window: int, budget: float = 0.5,
             options["prepare"] = trim_old_tool_results
         if way == "compact":
             compaction = options["compaction"] = Compaction(
-                reference_summarizer, budget=int(window * budget), keep_last_rounds=keep)
+                scripted_summarizer, budget=int(window * budget), keep_last_rounds=keep)
         started = time.perf_counter()
         result = run_agent(model.client(), task.prompt, coding_registry(workspace),
                            model="bench", max_iters=25, **options)
@@ -98,7 +98,7 @@ def main() -> None:
     long_tasks = [load_task(folder) for folder in sorted(LONG_TASKS.iterdir()) if folder.is_dir()]
     for label, tasks in (("long task", long_tasks), ("bug-fix suite", suite)):
         print(f"\n== {label}: {len(tasks)} task(s), window {args.window} tokens, compaction "
-              f"budget {args.budget:.0%} keep {args.keep}, reference model, {args.runs} run(s) ==")
+              f"budget {args.budget:.0%} keep {args.keep}, known-fix model, {args.runs} run(s) ==")
         rows = {}
         for way in WAYS:
             solved, tokens, summaries, seconds, stops, failed = 0, [], [], [], {}, []

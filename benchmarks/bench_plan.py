@@ -6,7 +6,7 @@ On the bug-fix suite (`vibe_agent/data/tasks`), with lesson 12's scripted models
 replay each task's known fix; they are programs, not LLMs, so the rounds they save are
 the rounds they were written to save — this measures the mechanisms, not a model):
 
-1. finish check: rounds and verdicts of the reference model and of the early claimer
+1. finish check: rounds and verdicts of the known-fix model and of the early claimer
    (answers "已修复" first), each without and with `finish_check=tests_gate`;
 2. memory: rounds of a session without notes (it looks around first) and with notes;
 3. a todo list: the tokens it adds to each round — the todo_write calls and results in
@@ -59,7 +59,7 @@ def run(model, task: BugFixTask, registry=None, workspace: Path | None = None, *
 
 def finish_check_rows(task: BugFixTask) -> dict[str, tuple[int, bool]]:
     rows = {}
-    for label, factory in (("reference", known_fix_model), ("claims early", claims_early)):
+    for label, factory in (("known fix", known_fix_model), ("claims early", claims_early)):
         for gate in (False, True):
             calls, passed, _ = run(factory(task), task, gate=gate)
             rows[f"{label}{' + check' if gate else ''}"] = (calls, passed)

@@ -9,7 +9,7 @@
     joining them by index costs.
 (b) the terminal agent: in a real pseudo-terminal, the time from sending a request
     to the first character the turn puts on the screen (streamed text or a tool step),
-    versus the time to the end of the turn (reference mode: the scripted model, no
+    versus the time to the end of the turn (offline mode: the scripted known-fix model, no
     waiting on a real model's generation; local: the real SmolLM2 when installed).
 (c) start-up: `python -m vibe_agent code --help` versus `python -c "import openai"`,
     each a fresh interpreter (median of several).
@@ -107,7 +107,7 @@ def main() -> None:
     print(f"(a) one run, streamed   {streamed:8.2f} ms (median of {REPS})")
     print(f"    one run, unstreamed {plain:8.2f} ms")
     print(f"    ratio streamed / unstreamed: {streamed / plain:.2f}x")
-    for mode in ("reference", "local"):
+    for mode in ("offline", "local"):
         timing = first_character(mode)
         if timing:
             first, whole = timing

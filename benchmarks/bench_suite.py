@@ -5,7 +5,7 @@
 Four figures, from one run of this script:
 
 1. Whole-suite wall time, serial / `--workers 4`, with a scripted model that waits
-   `--latency` seconds per model call (the known-fix reference policy behind a sleep:
+   `--latency` seconds per model call (the known-fix responder behind a sleep:
    a stand-in for a hosted model's latency; it is not an LLM).
 2. Harness overhead per task: `run_task` with a model that answers at once (copy the
    project, snapshot, tools, one model call, held-out judging in the sandbox: a
@@ -16,8 +16,8 @@ Four figures, from one run of this script:
    and their ratio.
    Beside them, the same steps judged the old way (the exit code in the agent's own
    workspace): their ratio is what held-out judging costs.
-4. Test runs per reference-mode task: every sandboxed command counted while the
-   known-fix reference model runs the suite, split into the agent's own `run_command`
+4. Test runs per offline-mode task: every sandboxed command counted while the
+   known-fix model runs the suite, split into the agent's own `run_command`
    calls and the judge's runs: with the test ids the suite ships (test_ids.json), and
    for a suite without them on its first run (then they are cached on disk).
 3. Memory: the peak resident memory of this process plus all its children (sampled
@@ -52,11 +52,11 @@ from vibe_agent.course.bench import (
     ModelFactory,
     TaskRecord,
     bench_registry,
-    reference_factory,
+    known_fix_factory,
     run_suite,
     run_task,
 )
-from vibe_agent.course.known_fix import KNOWN_FIX_MODEL_NAME, known_fix_policy
+from vibe_agent.course.known_fix import KNOWN_FIX_MODEL_NAME, known_fix_responder
 from vibe_agent.course.scripted import Reply, ScriptedModel, answer
 from vibe_agent.course.tasks import BugFixTask, command_argv, command_env, copy_repo, load_suite
 from vibe_agent.loop import run_agent
@@ -64,14 +64,14 @@ from vibe_agent.sandbox import run_in_sandbox, why_not_isolated
 
 
 def slow_known_fix(latency: float) -> ModelFactory:
-    """Each task: the known-fix policy, waiting `latency` seconds before every reply."""
+    """Each task: the known-fix responder, waiting `latency` seconds before every reply."""
 
     def factory(task: BugFixTask) -> tuple[Any, str]:
-        policy = known_fix_policy([task])
+        respond = known_fix_responder([task])
 
         def slow(body: dict[str, Any]) -> Reply:
             time.sleep(latency)
-            return policy(body)
+            return respond(body)
 
         return ScriptedModel(slow, name="slow-known-fix").client(), KNOWN_FIX_MODEL_NAME
 
@@ -190,7 +190,7 @@ class CountRuns:
 
 
 def runs_per_task(tasks: list[BugFixTask], cold: bool) -> tuple[float, float]:
-    """(agent's, judge's) sandboxed runs per task in a reference-mode suite run.
+    """(agent's, judge's) sandboxed runs per task in an offline-mode suite run.
 
     Cold: the suite copied without its test_ids.json files, with an empty disk cache
     (an outside suite's first run).
@@ -206,8 +206,8 @@ def runs_per_task(tasks: list[BugFixTask], cold: bool) -> tuple[float, float]:
             judge._cache.clear()
             return runs_per_task(copies, cold=False)
     with CountRuns() as count:
-        records = run_suite(tasks, reference_factory(tasks), workers=2)
-    assert all(r.passed for r in records), "the reference run must pass"
+        records = run_suite(tasks, known_fix_factory(tasks), workers=2)
+    assert all(r.passed for r in records), "the known-fix run must pass"
     return count.agent / len(tasks), count.judge / len(tasks)
 
 
@@ -235,7 +235,7 @@ def main() -> None:
     factory = slow_known_fix(args.latency)
     serial, serial_rss, records = timed_suite(tasks, factory, workers=1)
     parallel, parallel_rss, parallel_records = timed_suite(tasks, factory, args.workers)
-    assert all(r.passed for r in records + parallel_records), "the reference run must pass"
+    assert all(r.passed for r in records + parallel_records), "the known-fix run must pass"
     calls = sum(r.model_calls for r in records)
 
     bare, naive, harness = paired_medians(tasks, args.rounds)
@@ -256,7 +256,7 @@ def main() -> None:
         ("naive harness per task: judged in the agent's workspace (median)",
          f"{naive * 1000:.0f} ms"),
         ("ratio harness / naive harness (cost of held-out judging)", f"{harness / naive:.2f}x"),
-        ("test runs per reference task, shipped test ids (agent + judge)",
+        ("test runs per known-fix task, shipped test ids (agent + judge)",
          f"{warm_agent + warm_judge:.2f} ({warm_agent:.2f} + {warm_judge:.2f})"),
         ("test runs per task, outside suite's first run (agent + judge)",
          f"{cold_agent + cold_judge:.2f} ({cold_agent:.2f} + {cold_judge:.2f})"),

@@ -22,7 +22,7 @@ import pytest
 
 from vibe_agent.coding import Workspace
 from vibe_agent.course import bench, cli
-from vibe_agent.course.bench import TaskRecord, reference_factory, run_suite
+from vibe_agent.course.bench import TaskRecord, known_fix_factory, run_suite
 from vibe_agent.course.cassette import Cassette, ReplayMiss
 from vibe_agent.course.known_fix import known_fix_model
 from vibe_agent.course.scripted import ScriptedModel, answer, call, calls
@@ -69,11 +69,11 @@ def fields(record: TaskRecord) -> tuple:
 
 def test_cli_two_tasks_prints_a_table_and_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
-    done = run_cli("--mode", "reference", "--only", *TWO, "--workers", "2", "--json", str(out),
+    done = run_cli("--mode", "offline", "--only", *TWO, "--workers", "2", "--json", str(out),
                    cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("运行模式：reference")  # the mode line, in every mode
-    assert "不是 LLM" in done.stdout  # the reference model is labelled as what it is
+    assert done.stdout.startswith("运行模式：offline")  # the mode line, in every mode
+    assert "不是 LLM" in done.stdout  # the known-fix model is labelled as what it is
     rows = table_rows(done.stdout)
     assert sorted(rows) == sorted(TWO)
     assert rows["weather_fahrenheit"][1] == "13/13 修好，1/1 未破坏"
@@ -114,7 +114,7 @@ def test_a_malformed_task_is_reported_and_the_good_one_still_runs(
     shutil.copytree(BY_NAME["empty_class_scores"].folder, broken)
     (broken / "task.json").write_text(task_json, encoding="utf-8")
 
-    done = run_cli("--tasks", str(suite), "--mode", "reference", cwd=tmp_path)
+    done = run_cli("--tasks", str(suite), "--mode", "offline", cwd=tmp_path)
 
     assert done.returncode == bench.EXIT_TASK_ERRORS  # documented: 1, the run still completed
     rows = table_rows(done.stdout)
@@ -135,24 +135,26 @@ def test_a_malformed_task_is_reported_and_the_good_one_still_runs(
     (["--temperature", "nan"], "--temperature 要在 0 到 2 之间"),
     (["--max-tokens", "-5"], "--max-tokens 至少是 1"),
     (["--system-prompt", "no/such/prompt.txt"], "读不出 --system-prompt"),
-    (["--mode", "reference", "--record"], "--record"),
+    (["--mode", "offline", "--record"], "--record"),
     (["--mode", "fast"], "bench 没有运行模式 'fast'"),
+    (["--mode", "reference"], "bench 没有运行模式 'reference'"),
 ], ids=["unknown-task", "zero-workers", "workers-not-a-number", "zero-max-iters",
         "max-iters-not-whole", "temperature-not-a-number", "temperature-nan",
-        "negative-max-tokens", "missing-prompt-file", "record-reference", "unknown-mode"])
+        "negative-max-tokens", "missing-prompt-file", "record-offline", "unknown-mode",
+        "reference-is-not-a-bench-mode"])
 def test_configuration_problems_exit_2(tapes: Path, args: list[str], problem: str,
                                       capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["bench", "--mode", "reference", *args]) == bench.EXIT_CONFIG
+    assert cli.main(["bench", "--mode", "offline", *args]) == bench.EXIT_CONFIG
     err = capsys.readouterr().err
     assert err.startswith("配置问题：") and problem in err
 
 
 @pytest.mark.parametrize(("mode", "code", "said"), [
-    ("live", bench.EXIT_CONFIG, "在线模式需要"),  # not silently the reference model
-    ("reference", bench.EXIT_OK, "运行模式：reference"),
-    ("offline", bench.EXIT_OK, "运行模式：reference"),
+    ("live", bench.EXIT_CONFIG, "在线模式需要"),  # not silently the known-fix model
+    ("offline", bench.EXIT_OK, "运行模式：offline"),
+    ("reference", bench.EXIT_OK, "运行模式：offline"),  # the client's scripted mode
     ("record", bench.EXIT_CONFIG, "--mode local --record"),
-], ids=["live-without-settings", "reference", "offline-is-reference", "record"])
+], ids=["live-without-settings", "offline", "reference-is-offline", "record"])
 def test_the_environments_mode_is_honoured(tapes: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str], mode: str,
                                            code: int, said: str) -> None:
@@ -166,7 +168,7 @@ def test_the_environments_mode_is_honoured(tapes: Path, monkeypatch: pytest.Monk
 
 def test_an_unisolated_run_is_marked_in_table_and_json(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
-    done = run_cli("--mode", "reference", "--only", "weather_fahrenheit", "--json", str(out),
+    done = run_cli("--mode", "offline", "--only", "weather_fahrenheit", "--json", str(out),
                    cwd=tmp_path, VIBE_AGENT_SANDBOX="none")
     assert done.returncode == 0, done.stderr
     assert any(line.startswith(NOT_ISOLATED) for line in done.stdout.splitlines())
@@ -178,7 +180,7 @@ def test_an_unisolated_run_is_marked_in_table_and_json(tmp_path: Path) -> None:
 
 def test_ctrl_c_stops_at_once_with_the_partial_table_and_json(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
-    proc = subprocess.Popen([sys.executable, "-m", "vibe_agent", "bench", "--mode", "reference",
+    proc = subprocess.Popen([sys.executable, "-m", "vibe_agent", "bench", "--mode", "offline",
                              "--json", str(out)], cwd=tmp_path, env=cli_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stderr is not None
@@ -367,7 +369,7 @@ def test_a_hanging_test_fails_alone_under_the_judges_time_limit(tmp_path: Path) 
 def test_an_experiment_sets_prompt_tools_model_and_request_options() -> None:
     seen: list[dict] = []
 
-    def policy(body: dict):
+    def respond(body: dict):
         seen.append(body)
         return answer("看过了。")
 
@@ -378,7 +380,7 @@ def test_an_experiment_sets_prompt_tools_model_and_request_options() -> None:
         return tools
 
     task = BY_NAME["weather_fahrenheit"]
-    [record] = run_suite([task], lambda t: (ScriptedModel(policy, name="s").client(), "factory"),
+    [record] = run_suite([task], lambda t: (ScriptedModel(respond, name="s").client(), "factory"),
                          system_prompt="只改源码。", registry_factory=two_tools,
                          model="my-model", request_options={"temperature": 0.7,
                                                             "max_tokens": 64})
@@ -406,7 +408,7 @@ def test_a_harness_error_becomes_an_error_row_and_keeps_the_exception() -> None:
 def test_the_reference_model_passes_the_whole_suite() -> None:
     """The CI run of the suite: proves the harness, tools and loop, not any model."""
     assert len(TASKS) == 20
-    records = run_suite(TASKS, reference_factory(TASKS), workers=2)
+    records = run_suite(TASKS, known_fix_factory(TASKS), workers=2)
     failed = {r.task: r.error or r.tests_output for r in records if not r.passed}
     assert failed == {}
     assert [r.task for r in records] == [t.name for t in TASKS]
@@ -417,9 +419,9 @@ def test_the_reference_model_passes_the_whole_suite() -> None:
 
 def test_four_workers_give_the_same_records_as_one() -> None:
     tasks = [BY_NAME[name] for name in [*TWO, "sales_report_total", "note_tags_shared"]]
-    serial = run_suite(tasks, reference_factory(tasks), workers=1)
+    serial = run_suite(tasks, known_fix_factory(tasks), workers=1)
     finished: list[str] = []
-    parallel = run_suite(tasks, reference_factory(tasks), workers=4,
+    parallel = run_suite(tasks, known_fix_factory(tasks), workers=4,
                          on_done=lambda r: finished.append(r.task))
     assert [fields(r) for r in parallel] == [fields(r) for r in serial]
     assert sorted(finished) == sorted(t.name for t in tasks)

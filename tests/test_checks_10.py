@@ -162,7 +162,7 @@ def copies_a_bundled_task(folder: Path) -> None:
                  "before 必须和你写进 repo/ 的文本一字不差", id="patch-for-another-version"),
     pytest.param(task_writer(patch=make_patch("tests/test_shipping.py", TESTS,
                                               TESTS.replace("(99) == 0", "(99) == 10"))),
-                 "参考修复只能改被测的代码", id="fix-edits-the-test"),
+                 "已知修复只能改被测的代码", id="fix-edits-the-test"),
     pytest.param(task_writer(files={"tests/test_shipping.py": TESTS.replace(
         "from shipping", "from shiping")}), "收集测试时出错", id="test-cannot-import"),
     pytest.param(task_writer(files={"tests/test_shipping.py": ALTERNATING}),

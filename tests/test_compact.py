@@ -21,7 +21,7 @@ from vibe_agent.compact import (
     compact,
     is_summary,
     model_summarizer,
-    reference_summarizer,
+    scripted_summarizer,
     split_rounds,
     summary_message,
     transcript,
@@ -236,20 +236,20 @@ def reader(count: int, size: int) -> tuple[ToolRegistry, list[Reply]]:
     return registry, [*script, answer("done")]
 
 
-def policy_from(script: list[Reply]):
+def responder_from(script: list[Reply]):
     """Each request is answered by the reply after the last read_page call it holds."""
-    def policy(body):
+    def respond(body):
         made = [m for m in body["messages"] if m.get("tool_calls")]
         if not made:
             return script[0]
         number = json.loads(made[-1]["tool_calls"][0]["function"]["arguments"])["number"]
         return script[number + 1]
-    return policy
+    return respond
 
 
 def test_without_compaction_the_window_ends_the_run():
     registry, script = reader(8, 600)
-    model = ScriptedModel(policy_from(script), context_window=800)
+    model = ScriptedModel(responder_from(script), context_window=800)
     result = run_agent(model.client(), "read", registry, model="m", max_iters=12)
     assert result.stop_reason is StopReason.CONTEXT_TOO_LONG
     assert result.trace[-2].kind == "model" and result.trace[-2].decision == "error"
@@ -257,8 +257,8 @@ def test_without_compaction_the_window_ends_the_run():
 
 def test_compaction_on_overflow_retries_the_round_and_finishes(tmp_path):
     registry, script = reader(8, 600)
-    model = ScriptedModel(policy_from(script), context_window=800)
-    compaction = Compaction(reference_summarizer, keep_last_rounds=1,
+    model = ScriptedModel(responder_from(script), context_window=800)
+    compaction = Compaction(scripted_summarizer, keep_last_rounds=1,
                             archive=tmp_path / "archive.jsonl")
     result = run_agent(model.client(), "read", registry, model="m", max_iters=12,
                        compaction=compaction)
@@ -276,7 +276,7 @@ def test_compaction_on_overflow_retries_the_round_and_finishes(tmp_path):
 
 def test_the_retry_happens_once_then_the_run_stops():
     registry, script = reader(8, 600)
-    model = ScriptedModel(policy_from(script), context_window=800)
+    model = ScriptedModel(responder_from(script), context_window=800)
     compaction = Compaction(lambda messages: "far too long " * 500, keep_last_rounds=1)
     result = run_agent(model.client(), "read", registry, model="m", max_iters=12,
                        compaction=compaction)
@@ -287,7 +287,7 @@ def test_the_retry_happens_once_then_the_run_stops():
 
 def test_a_failing_summary_request_ends_the_run_with_a_provider_error():
     registry, script = reader(8, 600)
-    model = ScriptedModel(policy_from(script), context_window=800)
+    model = ScriptedModel(responder_from(script), context_window=800)
     broken = model_summarizer(ScriptedModel([Reply(status=500, raw={"error": {
         "message": "boom", "type": "server_error", "param": None, "code": None}})]).client(),
         model="m")
@@ -299,8 +299,8 @@ def test_a_failing_summary_request_ends_the_run_with_a_provider_error():
 
 def test_a_budget_compacts_before_the_window_is_reached():
     registry, script = reader(8, 600)
-    model = ScriptedModel(policy_from(script), context_window=2000)
-    compaction = Compaction(reference_summarizer, budget=700, keep_last_rounds=1)
+    model = ScriptedModel(responder_from(script), context_window=2000)
+    compaction = Compaction(scripted_summarizer, budget=700, keep_last_rounds=1)
     result = run_agent(model.client(), "read", registry, model="m", max_iters=12,
                        compaction=compaction)
     assert result.stop_reason is StopReason.ANSWERED
@@ -315,12 +315,12 @@ def all_messages_of(result) -> list[str]:
 
 def test_the_archive_holds_every_message(tmp_path):
     registry, script = reader(8, 600)
-    full = run_agent(ScriptedModel(policy_from(script), context_window=10**6).client(), "read",
+    full = run_agent(ScriptedModel(responder_from(script), context_window=10**6).client(), "read",
                      registry, model="m", max_iters=12)
     archive = tmp_path / "a.jsonl"
-    compacted = run_agent(ScriptedModel(policy_from(script), context_window=800).client(),
+    compacted = run_agent(ScriptedModel(responder_from(script), context_window=800).client(),
                           "read", registry, model="m", max_iters=12,
-                          compaction=Compaction(reference_summarizer, keep_last_rounds=1,
+                          compaction=Compaction(scripted_summarizer, keep_last_rounds=1,
                                                 archive=archive))
     kept = {json.dumps(m, sort_keys=True, ensure_ascii=False)
             for history in [*archived_messages(archive), compacted.messages] for m in history}
@@ -333,7 +333,7 @@ def test_a_long_result_is_offloaded_and_readable(tmp_path):
     long_text = "".join(f"line {n}: {'x' * 40}\n" for n in range(200))
     (tmp_path / "big.txt").write_text(long_text, encoding="utf-8")
     script = [calls(call("read_file", {"path": "big.txt"}), content="read"), answer("ok")]
-    compaction = Compaction(reference_summarizer, workspace=tmp_path, offload_over=2000,
+    compaction = Compaction(scripted_summarizer, workspace=tmp_path, offload_over=2000,
                             head_chars=300)
     result = run_agent(ScriptedModel(script).client(), "q", registry, model="m",
                        compaction=compaction)
@@ -357,7 +357,7 @@ def test_offloading_never_writes_through_a_planted_link(tmp_path, plant):
     else:
         (workspace / OFFLOAD_DIR).mkdir()
         (workspace / OFFLOAD_DIR / "001_c1.txt").symlink_to(outside / "stolen.txt")
-    compaction = Compaction(reference_summarizer, workspace=workspace, offload_over=10)
+    compaction = Compaction(scripted_summarizer, workspace=workspace, offload_over=10)
     kept = compaction.offload("c1", "x" * 100, "capped text")
     assert kept == "capped text" and compaction.offloaded == []
     assert list(outside.iterdir()) == []
@@ -400,7 +400,7 @@ E   AssertionError: assert 'x' in 'y'
 1 failed, 2 passed in 0.05s"""
 
 
-def test_the_reference_summarizer_keeps_the_facts_and_says_it_is_scripted():
+def test_the_scripted_summarizer_keeps_the_facts_and_says_it_is_scripted():
     history = [
         {"role": "user", "content": "fix it; do not touch tests/"},
         {"role": "assistant", "content": "run", "tool_calls": [
@@ -415,12 +415,12 @@ def test_the_reference_summarizer_keeps_the_facts_and_says_it_is_scripted():
                 json.dumps({"path": "shop/a.py", "old": "a > b", "new": "a >= b"})}}]},
         {"role": "tool", "tool_call_id": "3", "content": "Edited"},
     ]
-    text = reference_summarizer(history)
+    text = scripted_summarizer(history)
     assert "not written by an LLM" in text.splitlines()[0]
     for fact in ("do not touch tests/", "shop/a.py", "tests/test_receipt.py::test_ten_pens",
                  "AssertionError: assert 'x' in 'y'", "- a > b / + a >= b", "1 failed, 2 passed"):
         assert fact in text, fact
-    later = reference_summarizer([summary_message(text, 6), {"role": "assistant",
+    later = scripted_summarizer([summary_message(text, 6), {"role": "assistant",
                                                              "content": "next"}])
     assert "shop/a.py" in later and "1 failed, 2 passed" in later and "next" in later
 
@@ -467,7 +467,7 @@ def test_the_long_task_fails_as_shipped_and_passes_with_its_fix(tmp_path):
 
 @pytest.mark.parametrize(("compaction", "reason"), [
     pytest.param(None, StopReason.CONTEXT_TOO_LONG, id="nothing"),
-    pytest.param(Compaction(reference_summarizer, budget=2800), StopReason.ANSWERED,
+    pytest.param(Compaction(scripted_summarizer, budget=2800), StopReason.ANSWERED,
                  id="compaction"),
 ])
 def test_the_long_task_under_a_small_window(tmp_path, compaction, reason):

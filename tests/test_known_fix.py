@@ -1,4 +1,4 @@
-"""The reference model on coding tasks: it replays the known fix through the real tools,
+"""The known-fix model on coding tasks: it replays the known fix through the real tools,
 and the tests (not its words) say whether the bug is fixed."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_fails_before_passes_after_with_a_diff(name: str, tmp_path: Path) -> Non
     assert len(model.requests) == len(known_fix_plan(task))
 
 
-# (task, what the reference model searches for, and why that name)
+# (task, what the known-fix model searches for, and why that name)
 SEARCHES = [
     ("sales_report_total", "parse_cents", "the hunk header names the function"),
     ("progress_percent", "progress_text", "a def inside the hunk wins over the header's"),

@@ -16,7 +16,7 @@ from vibe_agent.course.scripted import ScriptedModel, answer, misbehaving
 from vibe_agent.loop import StopReason, run_agent
 from vibe_agent.naive import (
     SCRIPTED_FAILURES,
-    Action,
+    NextStep,
     ParseFailure,
     ask_with_tools_in_prompt,
     diagnose,
@@ -77,8 +77,8 @@ def tools_run(result) -> list[str]:
 # The two parsers and diagnose, on every scripted failure
 # ---------------------------------------------------------------------------
 
-CALC = Action(tool="calculator", arguments={"expression": "17 * 23"})
-BOLD_CALC = Action(tool="**calculator**", arguments={"expression": "17 * 23"})
+CALC = NextStep(tool="calculator", arguments={"expression": "17 * 23"})
+BOLD_CALC = NextStep(tool="**calculator**", arguments={"expression": "17 * 23"})
 FAILS = ParseFailure
 
 PARSE_TABLE = [
@@ -94,7 +94,7 @@ PARSE_TABLE = [
 ]
 
 
-def outcome(parser: Callable[[str], Action], text: str) -> Action | type[ParseFailure]:
+def outcome(parser: Callable[[str], NextStep], text: str) -> NextStep | type[ParseFailure]:
     try:
         return parser(text)
     except ParseFailure:

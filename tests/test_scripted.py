@@ -27,10 +27,14 @@ from vibe_agent.course.scripted import (
     answer,
     call,
     calls,
+    first_user_message,
     http_error,
     misbehaving,
+    offered_tools,
+    system_prompt,
+    tool_rounds,
 )
-from vibe_agent.naive import Action, tools_in_prompt
+from vibe_agent.naive import NextStep, tools_in_prompt
 from vibe_agent.tools import demo_registry
 
 QUESTION = [{"role": "user", "content": "17 × 23 等于多少？"}]
@@ -52,7 +56,7 @@ def raw(model: ScriptedModel, body: dict[str, Any] | None = None,
 
 
 @pytest.mark.parametrize("script", [
-    pytest.param(lambda body: answer("again"), id="policy"),
+    pytest.param(lambda body: answer("again"), id="responder"),
     pytest.param([answer("again")] * 5, id="list-longer-than-the-cap"),
 ])
 def test_request_cap_answers_that_many_then_names_the_cap(script):
@@ -156,8 +160,8 @@ def test_a_broken_history_is_refused_unless_checking_is_off(check_history, statu
 
 @pytest.mark.parametrize("name", sorted(MISBEHAVIOURS))
 def test_misbehaviours_are_named_functions(name):
-    policy = MISBEHAVIOURS[name]
-    assert policy.__name__ == name and policy.__doc__
+    responder = MISBEHAVIOURS[name]
+    assert responder.__name__ == name and responder.__doc__
     assert misbehaving(name).name == f"scripted-{name}"
 
 
@@ -166,28 +170,61 @@ def test_unknown_misbehaviour_lists_the_names():
         misbehaving("sulks")
 
 
+# --- reading a request body (the scripted models' shared readers) -----------------------------
+
+TOOL_CALL = {"id": "c1", "type": "function",
+             "function": {"name": "calculator", "arguments": "{}"}}
+BODIES = {  # (first user message, system prompt, offered tools, tool rounds)
+    "empty": ({}, ("", "", [], 0)),
+    "null-fields": ({"messages": None, "tools": None}, ("", "", [], 0)),
+    "question-only": ({"messages": QUESTION}, ("17 × 23 等于多少？", "", [], 0)),
+    "system-user-tools": ({"messages": [{"role": "system", "content": "规则"}, *QUESTION],
+                           "tools": [{"type": "function", "function": {"name": "calculator"}},
+                                     {"type": "function", "function": {"name": "get_weather"}}]},
+                          ("17 × 23 等于多少？", "规则", ["calculator", "get_weather"], 0)),
+    "two-users-the-first-counts": ({"messages": [{"role": "user", "content": "第一个"},
+                                                 {"role": "user", "content": "第二个"}]},
+                                   ("第一个", "", [], 0)),
+    "null-content": ({"messages": [{"role": "user", "content": None}]}, ("", "", [], 0)),
+    "no-role": ({"messages": [{"content": "谁说的？"}]}, ("", "", [], 0)),
+    "rounds": ({"messages": [*QUESTION,
+                             {"role": "assistant", "content": None, "tool_calls": [TOOL_CALL]},
+                             {"role": "tool", "tool_call_id": "c1", "content": "391"},
+                             {"role": "assistant", "content": "想一想", "tool_calls": []},
+                             {"role": "assistant", "content": None, "tool_calls": [TOOL_CALL]}]},
+               ("17 × 23 等于多少？", "", [], 2)),
+}
+
+
+@pytest.mark.parametrize(("body", "expected"), BODIES.values(), ids=BODIES.keys())
+def test_request_readers(body, expected):
+    assert (first_user_message(body), system_prompt(body), offered_tools(body),
+            tool_rounds(body)) == expected
+
+
 # --- the reference model: one planner per kind of task ----------------------------------------
 
 DONE_TIME = ("current_time", "2026-01-01 12:05:06 Asia/Shanghai (UTC+08:00)")
 
 
 @pytest.mark.parametrize(("question", "results", "expected"), [
-    ("2099 年世界杯冠军是谁？", [], Action(answer="我无法知道 2099 年世界杯的冠军：那是未来的比赛，"
-                                             "现在没有任何人或工具能告诉我结果。")),
-    ("现在几点？", [], Action("current_time", {"timezone": "Asia/Shanghai"})),
-    ("现在几点？", [DONE_TIME], Action(answer=f"现在是 {DONE_TIME[1]}。")),
-    ("17 × 23 等于多少？", [], Action("calculator", {"expression": "17 * 23"})),
-    ("17 × 23 等于多少？", [("calculator", "17 * 23 = 391")], Action(answer="17 × 23 = 391。")),
+    ("2099 年世界杯冠军是谁？", [],
+     NextStep(answer="我无法知道 2099 年世界杯的冠军：那是未来的比赛，"
+                     "现在没有任何人或工具能告诉我结果。")),
+    ("现在几点？", [], NextStep("current_time", {"timezone": "Asia/Shanghai"})),
+    ("现在几点？", [DONE_TIME], NextStep(answer=f"现在是 {DONE_TIME[1]}。")),
+    ("17 × 23 等于多少？", [], NextStep("calculator", {"expression": "17 * 23"})),
+    ("17 × 23 等于多少？", [("calculator", "17 * 23 = 391")], NextStep(answer="17 × 23 = 391。")),
     ("请抓取 https://example.com/ 这个网页，计算它的字符长度，再除以 7。", [],
-     Action("page_length", {"url": "https://example.com/"})),
+     NextStep("page_length", {"url": "https://example.com/"})),
     ("请抓取 https://example.com/ 这个网页，计算它的字符长度，再除以 7。",
      [("page_length", "The page https://example.com/ has 335 characters.")],
-     Action("calculator", {"expression": "335 / 7"})),
-    ("北京今天天气怎么样？", [], Action("get_weather", {"city": "北京"})),
-    ("AAPL 的股价是多少？", [], Action("get_stock", {"code": "AAPL"})),
-    ("GPT 是什么？", [], Action(answer="（脚本参考模型）这个问题不在我的脚本里，我不知道答案。")),
+     NextStep("calculator", {"expression": "335 / 7"})),
+    ("北京今天天气怎么样？", [], NextStep("get_weather", {"city": "北京"})),
+    ("AAPL 的股价是多少？", [], NextStep("get_stock", {"code": "AAPL"})),
+    ("GPT 是什么？", [], NextStep(answer="（脚本参考模型）这个问题不在我的脚本里，我不知道答案。")),
     ("17 × 23 等于多少？", [("calculator", "Error: boom")],
-     Action(answer="工具返回了错误：Error: boom 我没法据此给出可靠的答案。")),
+     NextStep(answer="工具返回了错误：Error: boom 我没法据此给出可靠的答案。")),
 ], ids=["future", "time", "time-answer", "arithmetic", "arithmetic-answer", "page-length",
         "page-length-then-divide", "weather", "stock", "outside-the-script", "tool-error"])
 def test_plan(question, results, expected):

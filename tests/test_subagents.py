@@ -8,15 +8,18 @@ import json
 import pytest
 from test_loop import MODEL, make_registry
 
-from vibe_agent.course.scripted import ScriptedModel, answer, call, calls, usage_of
+from vibe_agent.course.scripted import (
+    ScriptedModel,
+    answer,
+    call,
+    calls,
+    offered_tools,
+    usage_of,
+)
 from vibe_agent.loop import StopReason, run_agent
 from vibe_agent.registry import ToolRegistry
 from vibe_agent.subagents import delegate_registry
 from vibe_agent.trace import Trace
-
-
-def offered(body) -> list[str]:
-    return [tool["function"]["name"] for tool in body.get("tools") or []]
 
 
 def rounds(body) -> int:
@@ -26,15 +29,15 @@ def rounds(body) -> int:
 def family(child_script, *, child_usage=None):
     """One scripted model playing parent and child: the parent is offered `delegate`."""
 
-    def policy(body):
-        if "delegate" in offered(body) and body["messages"][1]["content"] == "父任务":
+    def respond(body):
+        if "delegate" in offered_tools(body) and body["messages"][1]["content"] == "父任务":
             if rounds(body) == 0:
                 return calls(call("delegate", {"task": "算一算 17 * 23"}), usage=usage_of(50, 5))
             return answer("子 agent 说：" + body["messages"][-1]["content"], usage_of(70, 5))
         step = child_script[min(rounds(body), len(child_script) - 1)]
         return step(body) if callable(step) else step
 
-    return ScriptedModel(policy, name="family")
+    return ScriptedModel(respond, name="family")
 
 
 def run_parent(model, tools: ToolRegistry, **options):
@@ -73,14 +76,14 @@ def test_the_child_is_never_offered_delegate():
 
     run_parent(model, tools)
     child_requests = [b for b in model.requests if b["messages"][1]["content"] != "父任务"]
-    assert child_requests and all("delegate" not in offered(b) for b in child_requests)
+    assert child_requests and all("delegate" not in offered_tools(b) for b in child_requests)
 
 
 def test_depth_two_gives_the_child_a_delegate_but_not_the_grandchild():
     seen: list[list[str]] = []
 
     def record(body):
-        seen.append(offered(body))
+        seen.append(offered_tools(body))
         return answer("好")
 
     model = family([record])
@@ -121,7 +124,7 @@ def test_children_share_one_budget():
               answer("4", usage)]
 
     def parent_twice(body):
-        if "delegate" in offered(body) and body["messages"][1]["content"] == "父任务":
+        if "delegate" in offered_tools(body) and body["messages"][1]["content"] == "父任务":
             done = rounds(body)
             if done < 2:
                 return calls(call("delegate", {"task": f"第 {done} 件事"}))

@@ -43,10 +43,10 @@ def judged_by_us(workspace: Path) -> int:
     return run_in_sandbox(task.test_command, workspace, timeout=task.timeout_s).exit_code
 
 
-def test_a_task_fixed_in_reference_mode_with_yolo(tmp_path):
-    child = spawn("--task", TASK, "--mode", "reference", "--approve", "yolo", tmp_path=tmp_path)
+def test_a_task_fixed_in_offline_mode_with_yolo(tmp_path):
+    child = spawn("--task", TASK, "--mode", "offline", "--approve", "yolo", tmp_path=tmp_path)
     workspace = workspace_of(child)
-    child.expect("脚本参考模型|不是 LLM")
+    child.expect("已知修复模型|不是 LLM")
     child.expect_exact(PROMPT)
     assert judged_by_us(workspace) != 0  # broken as shipped
     child.sendline("/task")
@@ -66,7 +66,7 @@ def test_a_task_fixed_in_reference_mode_with_yolo(tmp_path):
 
 
 def test_ask_answered_no_to_everything_leaves_the_workspace_unchanged(tmp_path):
-    child = spawn("--task", TASK, "--mode", "reference", "--approve", "ask", tmp_path=tmp_path)
+    child = spawn("--task", TASK, "--mode", "offline", "--approve", "ask", tmp_path=tmp_path)
     workspace = workspace_of(child)
     before = snapshot(workspace)
     child.expect_exact(PROMPT)
@@ -92,7 +92,7 @@ def test_ask_answered_no_to_everything_leaves_the_workspace_unchanged(tmp_path):
 
 
 def test_ctrl_c_mid_turn_returns_to_the_prompt(tmp_path):
-    child = spawn("--task", TASK, "--mode", "reference", "--approve", "ask", tmp_path=tmp_path)
+    child = spawn("--task", TASK, "--mode", "offline", "--approve", "ask", tmp_path=tmp_path)
     workspace_of(child)
     child.expect_exact(PROMPT)
     child.sendline("/task")
@@ -112,7 +112,7 @@ def test_ctrl_c_mid_turn_returns_to_the_prompt(tmp_path):
 def test_eof_at_once_exits_zero(tmp_path):
     folder = tmp_path / "project"
     folder.mkdir()
-    child = spawn(str(folder), "--mode", "reference", tmp_path=tmp_path)
+    child = spawn(str(folder), "--mode", "offline", tmp_path=tmp_path)
     child.expect_exact(PROMPT)
     child.sendeof()
     child.expect(pexpect.EOF)

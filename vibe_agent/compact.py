@@ -20,7 +20,7 @@ context window. Compaction keeps the head and the tail and replaces the middle:
 hook (`run_agent(..., compaction=Compaction(summarize, budget=...))`): it compacts when
 the last reported prompt tokens pass a budget, and when the provider answers that the
 context is too long (then the round is retried once). Two summarisers: `model_summarizer`
-(one extra chat request) and `reference_summarizer` (rules that extract facts: not an LLM).
+(one extra chat request) and `scripted_summarizer` (rules that extract facts: not an LLM).
 """
 
 from __future__ import annotations
@@ -211,8 +211,8 @@ _FACTS = ("Task", "Files read", "Searched for", "Files changed", "Last test resu
           "Failing tests", "Errors", "Notes")
 
 
-def reference_summarizer(messages: list[Message]) -> str:
-    """The scripted reference summariser: deterministic rules, NOT an LLM.
+def scripted_summarizer(messages: list[Message]) -> str:
+    """The scripted summariser: deterministic rules, NOT an LLM.
 
     It extracts what a coding agent needs to go on: the task (a user message), the
     files read, the searches, the edits made, the last test result with its failing
@@ -317,7 +317,7 @@ class Compaction:
     """What `run_agent(..., compaction=...)` does when the history grows too long.
 
     Args:
-        summarize: the summariser (`reference_summarizer`, `model_summarizer(...)`, yours).
+        summarize: the summariser (`scripted_summarizer`, `model_summarizer(...)`, yours).
         budget: compact before a round when the last reported prompt_tokens passed this
             (None: only when the provider answers that the context is too long).
         keep_last_rounds: how many of the newest rounds stay verbatim.

@@ -85,7 +85,7 @@ def json_convention_prompt(registry: ToolRegistry) -> str:
 
 
 @dataclass
-class Action:
+class NextStep:
     """One step of an agent: a tool call, or a final answer.
 
     Parsed here out of a model's reply; the course's scripted reference model
@@ -98,26 +98,26 @@ class Action:
 
 
 class ParseFailure(ValueError):
-    """The reply could not be read as one action."""
+    """The reply could not be read as one next step."""
 
 
-def _to_action(data: Any) -> Action:
+def _to_next_step(data: Any) -> NextStep:
     if isinstance(data, dict) and "answer" in data:
         if not isinstance(data["answer"], str):
             raise ParseFailure("“answer” 必须是字符串")
-        return Action(answer=data["answer"])
+        return NextStep(answer=data["answer"])
     if isinstance(data, dict) and isinstance(data.get("tool"), str):
         arguments = data.get("arguments") or {}
         if not isinstance(arguments, dict):
             raise ParseFailure("“arguments” 不是 JSON 对象")
-        return Action(tool=data["tool"], arguments=arguments)
+        return NextStep(tool=data["tool"], arguments=arguments)
     raise ParseFailure("JSON 里既没有 “tool” 也没有 “answer”")
 
 
-def parse_strict(text: str) -> Action:
+def parse_strict(text: str) -> NextStep:
     """The reply must be exactly one JSON object (json.loads on the whole text)."""
     try:
-        return _to_action(json.loads(text))
+        return _to_next_step(json.loads(text))
     except json.JSONDecodeError as exc:
         raise ParseFailure(f"整段回复不是 JSON（json 模块说：{exc.msg}）") from exc
 
@@ -125,18 +125,18 @@ def parse_strict(text: str) -> Action:
 _BRACES = re.compile(r"\{.*\}", re.DOTALL)
 
 
-def parse_regex(text: str) -> Action:
+def parse_regex(text: str) -> NextStep:
     """Forgiving: take the outermost {...} in the text and parse that."""
     match = _BRACES.search(text)
     if not match:
         raise ParseFailure("回复里找不到 {...}")
     try:
-        return _to_action(json.loads(match.group(0)))
+        return _to_next_step(json.loads(match.group(0)))
     except json.JSONDecodeError as exc:
         raise ParseFailure(f"{{...}} 这一段不是 JSON（json 模块说：{exc.msg}）") from exc
 
 
-Parser = Callable[[str], Action]
+Parser = Callable[[str], NextStep]
 
 
 def diagnose(text: str) -> list[str]:
@@ -202,13 +202,13 @@ def run_naive_agent(client: openai.OpenAI, question: str, registry: ToolRegistry
         text = response.choices[0].message.content or ""
         messages.append({"role": "assistant", "content": text})
         try:
-            action = parser(text)
+            step = parser(text)
         except ParseFailure as exc:
             return NaiveResult(None, "parse_failed", messages, str(exc), runs)
-        if action.answer is not None:
-            return NaiveResult(action.answer, "answered", messages, None, runs)
-        output = registry.call(action.tool or "", action.arguments).output
-        runs.append((action.tool or "", action.arguments, output))
+        if step.answer is not None:
+            return NaiveResult(step.answer, "answered", messages, None, runs)
+        output = registry.call(step.tool or "", step.arguments).output
+        runs.append((step.tool or "", step.arguments, output))
         messages.append({"role": "user", "content": f"Observation: {output}"})
     return NaiveResult(None, "max_iters", messages, None, runs)
 

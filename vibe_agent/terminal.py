@@ -44,7 +44,7 @@ from rich.markup import escape
 from rich.syntax import Syntax
 
 from .coding import TOOL_NAMES, Workspace, snapshot, workspace_diff
-from .compact import Compaction, Summarizer, compact, reference_summarizer
+from .compact import Compaction, Summarizer, compact, scripted_summarizer
 from .loop import StopReason, run_agent
 from .memory import MemoryFile, coding_system_prompt, load_project_memory, session_banner
 from .plan import TodoList, render_todos
@@ -80,7 +80,7 @@ class Session:
     root: Path
     console: Console
     approve: str = "ask"
-    label: str = ""  # who answers, e.g. "脚本参考模型（不是 LLM）"
+    label: str = ""  # who answers, e.g. "（离线模式：已知修复模型重放…，不是 LLM）"
     system_prompt: str | None = None  # None: lesson 09's rules + AGENTS.md + notes (12)
     stream: bool = True
     max_iters: int = 20
@@ -90,7 +90,7 @@ class Session:
     tools: ToolRegistry | None = None  # more tools, e.g. an MCP server's (lesson 14)
     timings: bool = True  # show seconds per turn (off: output that is the same every run)
     memory: MemoryFile | None = None  # notes kept across sessions (lesson 12)
-    summarize: Summarizer = reference_summarizer  # for compaction (lesson 11)
+    summarize: Summarizer = scripted_summarizer  # for compaction (lesson 11)
     context_budget: int | None = None  # compact when a round's prompt passes it
     delegate: bool = True  # offer a read-only sub-agent (lesson 13)
     messages: list[dict[str, Any]] = field(default_factory=list)

@@ -93,7 +93,7 @@ from .text import width as text_width
 ModelFactory = Callable[[BugFixTask], tuple[openai.OpenAI, str]]  # task -> (client, model name)
 RegistryFactory = Callable[[Path, BugFixTask], ToolRegistry]  # (workspace, task) -> the tools
 
-BENCH_MODES = ("reference", "local", "live", "replay")
+BENCH_MODES = ("offline", "local", "live", "replay")
 DEFAULT_MAX_ITERS = 15
 DEFAULT_CASSETTES = {"local": "bench_smollm2", "live": "bench_live"}  # --record, --mode replay
 EXIT_OK, EXIT_TASK_ERRORS, EXIT_CONFIG, EXIT_HARNESS = 0, 1, 2, 3
@@ -299,7 +299,7 @@ def run_suite(tasks: Sequence[BugFixTask], model_factory: ModelFactory, *, worke
     Args:
         tasks: the tasks to run.
         model_factory: `task -> (client, model name)`, called once per task in this
-            thread, e.g. `reference_factory(tasks)` or `client_factory("local")`.
+            thread, e.g. `known_fix_factory(tasks)` or `client_factory("local")`.
         workers: how many tasks run at the same time (threads).
         max_iters: the round brake of each run.
         system_prompt: the system prompt of every run (default `BENCH_SYSTEM_PROMPT`).
@@ -376,8 +376,8 @@ def _kill_sandboxed_commands() -> None:
             pass
 
 
-def reference_factory(tasks: Sequence[BugFixTask] | None = None) -> ModelFactory:
-    """Each task gets its own known-fix reference model (a script, not an LLM).
+def known_fix_factory(tasks: Sequence[BugFixTask] | None = None) -> ModelFactory:
+    """Each task gets its own known-fix model (a script that replays the task's fix, not an LLM).
 
     Args:
         tasks: unused, accepted so every factory is built the same way.
@@ -497,9 +497,9 @@ def add_parser(sub: Any) -> None:
     """Add the `bench` command to the CLI's subparsers."""
     bench = sub.add_parser("bench", help="在修 bug 任务集上评测 coding agent（只看留出的测试）")
     bench.add_argument("--mode",
-                       help="模型：reference（重放已知修复的脚本，不是 LLM）、local（SmolLM2）、"
-                            "live（在线服务）、replay（回放录制文件）；默认：VIBE_AGENT_MODE，"
-                            "没有设置时有 key 用 live，否则 reference")
+                       help="模型：offline（已知修复模型：重放已知修复的脚本，不是 LLM，不联网）、"
+                            "local（SmolLM2）、live（在线服务）、replay（回放录制文件）；"
+                            "默认：VIBE_AGENT_MODE，没有设置时有 key 用 live，否则 offline")
     bench.add_argument("--tasks", type=Path, help="任务集文件夹（默认：课程自带的任务集）")
     bench.add_argument("--only", nargs="+", metavar="NAME", help="只运行这些任务")
     bench.add_argument("--workers", default="1", help="同时运行几个任务（线程数，正整数）")
@@ -522,17 +522,18 @@ def add_parser(sub: Any) -> None:
 
 
 def bench_mode(requested: str | None) -> str:
-    """The bench's mode: --mode, else VIBE_AGENT_MODE, else live with a key, else reference.
+    """The bench's mode: --mode, else VIBE_AGENT_MODE, else live with a key, else offline.
 
     Raises:
-        ConfigError: a mode the bench does not have (offline counts as reference).
+        ConfigError: a mode the bench does not have (VIBE_AGENT_MODE=reference, the
+            client's scripted model without a cassette, counts as offline here).
     """
     env = settings()
     mode = (requested or env.get("VIBE_AGENT_MODE") or "").strip().lower()
     if not mode:
-        return "live" if env.get("OPENAI_API_KEY") else "reference"
-    if mode == "offline":  # offline without a cassette is the reference model everywhere
-        return "reference"
+        return "live" if env.get("OPENAI_API_KEY") else "offline"
+    if mode == "reference" and not requested:  # the bench's scripted model is the known fix
+        return "offline"
     if mode == "record":
         raise ConfigError("bench 的录制要写成 --mode local --record 或 --mode live --record。")
     if mode not in BENCH_MODES:
@@ -683,9 +684,9 @@ def _factory(mode: str, args: argparse.Namespace, tasks: Sequence[BugFixTask],
     the cassette being recorded (None unless --record)."""
     if args.record and mode not in DEFAULT_CASSETTES:
         raise ConfigError("--record 只用于 local 和 live 模式"
-                          "（参考模型是确定的程序，不需要录制）。")
-    if mode == "reference":
-        return (reference_factory(tasks), f"模型：{KNOWN_FIX_MODEL_NAME}（{KNOWN_FIX_LABEL}）",
+                          "（已知修复模型是确定的程序，不需要录制）。")
+    if mode == "offline":
+        return (known_fix_factory(tasks), f"模型：{KNOWN_FIX_MODEL_NAME}（{KNOWN_FIX_LABEL}）",
                 None)
     if mode == "replay":
         factory = client_factory("replay", args.cassette)

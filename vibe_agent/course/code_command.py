@@ -3,7 +3,7 @@
     code --task NAME [--mode ...] [--approve ask|auto-edit|yolo]   a fresh copy of a task
     code DIR         [--mode ...] [--approve ...]                  your own project
 
-Which model answers is always printed on screen: the scripted reference model
+Which model answers is always printed on screen: the scripted known-fix model
 (replays the task's known fix; not an LLM), the local SmolLM2, or your provider.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ..compact import model_summarizer, reference_summarizer
+from ..compact import model_summarizer, scripted_summarizer
 from ..memory import MemoryFile
 from ..registry import ToolRegistry
 from ..terminal import APPROVALS, Session
@@ -29,7 +29,7 @@ from .client import make_client, resolve_mode, settings
 from .known_fix import KNOWN_FIX_LABEL, KNOWN_FIX_MODEL_NAME, known_fix_model
 from .tasks import SUITE_DIR, BugFixTask, copy_repo, load_suite
 
-CODE_MODES = ("reference", "offline", "local", "live")
+CODE_MODES = ("offline", "local", "live")
 EXIT_CONFIG = 2
 
 
@@ -42,9 +42,9 @@ def add_parser(sub: Any) -> None:
                       help="课程任务的名字（vibe_agent/data/tasks/ 里的文件夹名）："
                            "复制一份新的再打开")
     code.add_argument("--mode", choices=CODE_MODES,
-                      help="谁来回答：reference（脚本参考模型，不是 LLM）、"
-                           "offline（没有 key 时的默认，同样由脚本参考模型回答）、"
-                           "local（本机 SmolLM2）、live（你配置的在线服务）")
+                      help="谁来回答：offline（没有 key 时的默认：已知修复模型，重放任务自带的"
+                           "修复，不是 LLM，不联网）、local（本机 SmolLM2）、"
+                           "live（你配置的在线服务）")
     code.add_argument("--approve", choices=APPROVALS, default="ask",
                       help="审批：ask（写文件和运行命令前都问，默认）、auto-edit（只问命令）、"
                            "yolo（什么都不问）")
@@ -95,7 +95,7 @@ def main(args: argparse.Namespace) -> int:
                             "course='python -m vibe_agent.course.mcp_server'。")
     client, model, label = _client(args.mode, task)
     key = task.name if task else f"{root.name}-{_digest(root)}"
-    summarize = reference_summarizer if model == KNOWN_FIX_MODEL_NAME else model_summarizer(
+    summarize = scripted_summarizer if model == KNOWN_FIX_MODEL_NAME else model_summarizer(
         client, model=model)
     from ..mcp_tools import mcp_registry  # the MCP SDK takes a while to import: only now
 
@@ -122,10 +122,9 @@ def _server(text: str) -> tuple[str, list[str]] | None:
 def _client(mode: str | None, task: BugFixTask | None) -> tuple[Any, str, str]:
     """The client, the model name and the on-screen label for `mode`."""
     chosen = mode or resolve_mode(None, settings())
-    if chosen in ("reference", "offline", "replay"):
-        note = "离线模式：" if chosen != "reference" else ""
+    if chosen in ("offline", "replay", "reference"):  # from VIBE_AGENT_MODE: no network
         return (known_fix_model([task] if task else []).client(), KNOWN_FIX_MODEL_NAME,
-                f"（{note}{KNOWN_FIX_LABEL}）")
+                f"（离线模式：{KNOWN_FIX_LABEL}）")
     client = make_client(chosen)
     return client, client.model, f"（{client.describe()}）"
 

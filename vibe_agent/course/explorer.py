@@ -29,7 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from .matching import normalise
-from .scripted import Reply, ScriptedModel, answer, call, calls, offered_tools, usage_of
+from .scripted import (
+    Reply,
+    ScriptedModel,
+    answer,
+    call,
+    calls,
+    first_user_message,
+    offered_tools,
+    usage_of,
+)
 
 EXPLORE_DIR = Path(__file__).resolve().parents[1] / "data" / "explore"
 SHOPFRONT = EXPLORE_DIR / "shopfront"  # an 18-file shop: the coupon check is in shop/pricing.py
@@ -77,10 +86,6 @@ def counted(body: dict[str, Any], reply: Reply) -> Reply:
     """The reply with `usage` counted by the rule."""
     reply.usage = usage_of(request_tokens(body), reply_tokens(reply))
     return reply
-
-
-def question_of(body: dict[str, Any]) -> str:
-    return next((str(m["content"]) for m in body["messages"] if m["role"] == "user"), "")
 
 
 def calls_made(body: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
@@ -161,7 +166,7 @@ def explorer_reply(body: dict[str, Any], *, transcript: bool = False) -> Reply |
         transcript: answer as a reader with everything read instead of one line
             (the misbehaving child of lesson 13).
     """
-    question = question_of(body)
+    question = first_user_message(body)
     term = _TERM.search(question)
     offered = offered_tools(body)
     if term is None or not {"delegate", "read_file"} & set(offered):
@@ -183,12 +188,12 @@ def explorer_model(*, transcript: bool = False, max_requests: int | None = 200
         transcript: its children answer with everything they read (misbehaving).
         max_requests: the request cap (None: no cap).
     """
-    def policy(body: dict[str, Any]) -> Reply:
+    def respond(body: dict[str, Any]) -> Reply:
         reply = explorer_reply(body, transcript=transcript)
         return reply if reply is not None else answer("（脚本探索模型）这不是我的任务。")
 
     name = EXPLORER_NAME + ("-transcript" if transcript else "")
-    return ScriptedModel(policy, name=name, max_requests=max_requests)
+    return ScriptedModel(respond, name=name, max_requests=max_requests)
 
 
 def model_steps(steps: list[Any], *, children: bool = True) -> list[Any]:

@@ -12,7 +12,7 @@ tests included. The judge never trusts that folder:
     4. resolved = every FAIL_TO_PASS test passes and every PASS_TO_PASS test still passes
 
 FAIL_TO_PASS and PASS_TO_PASS (SWE-bench's names) come from two runs of the same
-judge: the pristine project, and the project with the task's reference fix. They
+judge: the pristine project, and the project with the task's known fix. They
 depend only on the task folder, so they are computed once and cached on disk under a
 hash of that folder (`test_ids`); changing any file of the task makes a new entry.
 
@@ -335,7 +335,7 @@ def test_ids(task: BugFixTask) -> TestIds:
 def test_runs(task: BugFixTask) -> tuple[TestRun, TestRun]:
     """The pristine and the fixed run of a task's tests (what `test_ids` is made from)."""
     if task.fix_patch is None:
-        raise TaskError(f"{task.folder}：没有 fix.patch（参考修复），算不出 FAIL_TO_PASS。")
+        raise TaskError(f"{task.folder}：没有 fix.patch（已知修复），算不出 FAIL_TO_PASS。")
     with tempfile.TemporaryDirectory(prefix="vibe-ids-") as temp:
         pristine = run_tests(task, copy_repo(task, Path(temp) / "pristine"))
         fixed_dir = copy_repo(task, Path(temp) / "fixed")
@@ -346,21 +346,21 @@ def test_runs(task: BugFixTask) -> tuple[TestRun, TestRun]:
 
 def ids_from_runs(task: BugFixTask, pristine: TestRun, fixed: TestRun) -> TestIds:
     """SWE-bench's lists from the pristine and the fixed run; TaskError if they are unusable."""
-    for which, run in (("出厂的项目", pristine), ("应用参考修复后", fixed)):
+    for which, run in (("出厂的项目", pristine), ("应用已知修复后", fixed)):
         if run.timed_out or run.exit_code is None or run.exit_code < 0:  # nothing is cached
             raise TaskError(f"{task.folder / 'task.json'}：{which}，判定命令超过了 timeout_s "
                             f"或被终止（输出结尾：{run.output[-300:]!r}）。请加大 timeout_s，"
                             "或用 test_timeout_s 限制每个测试。")
     broken = sorted(t for t in pristine.outcomes if pristine.passed(t) and not fixed.passed(t))
     if broken:
-        raise TaskError(f"{task.fix_patch}：参考修复让原本通过的测试失败了：{', '.join(broken)}。"
+        raise TaskError(f"{task.fix_patch}：已知修复让原本通过的测试失败了：{', '.join(broken)}。"
                         "请修正 fix.patch 或测试。")
     ids = TestIds(tuple(sorted(t for t in fixed.outcomes if fixed.passed(t)
                                and not pristine.passed(t))),
                   tuple(sorted(t for t in pristine.outcomes if pristine.passed(t)
                                and fixed.passed(t))))
     if not ids.fail_to_pass:
-        raise TaskError(f"{task.fix_patch}：应用参考修复后，没有任何测试从失败变成通过"
+        raise TaskError(f"{task.fix_patch}：应用已知修复后，没有任何测试从失败变成通过"
                         f"（判定命令的输出结尾：{fixed.output[-300:]!r}）。")
     return ids
 
@@ -368,9 +368,9 @@ def ids_from_runs(task: BugFixTask, pristine: TestRun, fixed: TestRun) -> TestId
 def _compute(task: BugFixTask, key: str) -> TestIds:
     protected = sorted({edit.path for edit in fix_edits(task)} - source_files(task))
     if protected:
-        raise TaskError(f"{task.fix_patch}：参考修复改了测试或 pytest 配置"
+        raise TaskError(f"{task.fix_patch}：已知修复改了测试或 pytest 配置"
                         f"（{', '.join(protected)}）。"
-                        "判定时这些文件总是用原样的，参考修复只能改源码。")
+                        "判定时这些文件总是用原样的，已知修复只能改源码。")
     ids = ids_from_runs(task, *test_runs(task))
     _write_ids(cache_dir() / f"{key}.json", key, ids)
     return ids

@@ -1,6 +1,7 @@
-"""The reference model on coding tasks: it replays a task's known fix; it does not reason.
+"""The known-fix replayer: a scripted model that replays a bug-fix task's known fix; it
+does not reason.
 
-A scripted policy (not an LLM) for the coding lessons and the bench. Given a task that
+A scripted responder (not an LLM) for the coding lessons and the bench. Given a task that
 ships `fix.patch`, it walks the path a careful engineer would take, one round at a time,
 reading only what the request holds (the history decides the next step):
 
@@ -28,16 +29,26 @@ from typing import Any
 
 from unidiff import PatchSet
 
-from .scripted import Policy, Reply, ScriptedModel, answer, call, calls, results_this_turn
+from .scripted import (
+    Reply,
+    Responder,
+    ScriptedModel,
+    answer,
+    call,
+    calls,
+    first_user_message,
+    offered_tools,
+    results_this_turn,
+)
 from .tasks import BugFixTask, FileEdit, fix_edits, read_patch_text
 
 KNOWN_FIX_MODEL_NAME = "scripted-known-fix"
-KNOWN_FIX_LABEL = "参考模型重放任务自带的已知修复（fix.patch），它不推理，也不是 LLM"
+KNOWN_FIX_LABEL = "已知修复模型重放任务自带的修复（fix.patch），它不推理，也不是 LLM"
 CODING_TOOLS = ("search_code", "read_file", "edit_file", "run_command")
 
 
 def known_fix_plan(task: BugFixTask) -> list[Reply]:
-    """The replies the reference model sends for `task`, in order (one per round)."""
+    """The replies the known-fix model sends for `task`, in order (one per round)."""
     edits = fix_edits(task)
     touched = list(dict.fromkeys(edit.path for edit in edits))
     plan = [calls(call("run_command", {"command": task.test_command}),
@@ -61,7 +72,7 @@ def known_fix_plan(task: BugFixTask) -> list[Reply]:
 
 
 def search_name(task: BugFixTask) -> str | None:
-    """The name the reference model searches for before reading.
+    """The name the known-fix model searches for before reading.
 
     The function or class around the fix's first removed line: the last `def` or
     `class` above it inside its hunk, else the one git names in the hunk header
@@ -102,33 +113,33 @@ def _edit_call(edit: FileEdit) -> Any:
 def _summary(paths: list[str]) -> str:
     files = "、".join(paths)
     return (f"我按任务自带的已知修复改了 {files}，然后重新运行了测试。"
-            "（我是脚本参考模型：只会重放 fix.patch，不会推理；改得对不对，由测试说了算。）")
+            "（我是脚本已知修复模型：只会重放 fix.patch，不会推理；改得对不对，由测试说了算。）")
 
 
-def known_fix_policy(tasks: Iterable[BugFixTask]) -> Policy:
-    """A policy that recognises each task by its prompt and replays that task's fix.
+def known_fix_responder(tasks: Iterable[BugFixTask]) -> Responder:
+    """A responder that recognises each task by its prompt and replays that task's fix.
 
     The round is the number of tool results already in the request, so the same
     request always gets the same reply (replay and record agree).
     """
     plans = {task.prompt.strip(): task for task in tasks if task.fix_patch is not None}
 
-    def policy(body: dict[str, Any]) -> Reply:
-        missing = [name for name in CODING_TOOLS if name not in _offered(body)]
+    def respond(body: dict[str, Any]) -> Reply:
+        missing = [name for name in CODING_TOOLS if name not in offered_tools(body)]
         if missing:
-            return answer(f"参考模型需要编程工具 {', '.join(missing)}，这次请求里没有。")
-        task = plans.get(_first_user_message(body).strip())
+            return answer(f"已知修复模型需要编程工具 {', '.join(missing)}，这次请求里没有。")
+        task = plans.get(first_user_message(body).strip())
         if task is None:
-            return answer("参考模型只会重放课程任务自带的已知修复；这个问题不是其中之一，"
+            return answer("已知修复模型只会重放课程任务自带的已知修复；这个问题不是其中之一，"
                           "我不知道该怎么改。")
         results = results_this_turn(body)
         plan = known_fix_plan(task)
         done = _steps_done(body, plan)
         if done == 1 and results and _passed(results[-1][1]):  # nothing to fix
-            return answer("测试本来就全部通过，没有需要修的地方。（脚本参考模型，不是 LLM）")
+            return answer("测试本来就全部通过，没有需要修的地方。（脚本已知修复模型，不是 LLM）")
         return plan[min(done, len(plan) - 1)]
 
-    return policy
+    return respond
 
 
 def known_fix_model(tasks: BugFixTask | Iterable[BugFixTask], *,
@@ -140,34 +151,19 @@ def known_fix_model(tasks: BugFixTask | Iterable[BugFixTask], *,
         context_window: a window in tokens it enforces as OpenAI does (None: none).
     """
     tasks = [tasks] if isinstance(tasks, BugFixTask) else list(tasks)
-    return ScriptedModel(known_fix_policy(tasks), name=KNOWN_FIX_MODEL_NAME,
+    return ScriptedModel(known_fix_responder(tasks), name=KNOWN_FIX_MODEL_NAME,
                          context_window=context_window)
-
-
-def _offered(body: dict[str, Any]) -> list[str]:
-    return [tool["function"]["name"] for tool in body.get("tools") or []]
-
-
-def _first_user_message(body: dict[str, Any]) -> str:
-    return next((str(m.get("content") or "") for m in body.get("messages", [])
-                 if m.get("role") == "user"), "")
-
-
-def _rounds_done(body: dict[str, Any]) -> int:
-    """How many assistant turns with tool calls the history already holds."""
-    return sum(1 for m in body.get("messages", [])
-               if m.get("role") == "assistant" and m.get("tool_calls"))
 
 
 def _steps_done(body: dict[str, Any], plan: list[Reply]) -> int:
     """How many plan steps are done: one past the step the last assistant message with
     tool calls made (a compacted history has fewer messages than steps); the count of
     such messages when none matches (or when that count already agrees)."""
-    count = _rounds_done(body)
-    made = [m for m in body.get("messages", []) if m.get("role") == "assistant"
+    made = [m for m in body.get("messages") or [] if m.get("role") == "assistant"
             and m.get("tool_calls")]
     if not made:
         return 0
+    count = len(made)
     last = (made[-1].get("content"), [(tc["function"]["name"], tc["function"]["arguments"])
                                       for tc in made[-1]["tool_calls"]])
     steps = [(step.content, [(spec.name, spec.arguments) for spec in step.tool_calls])

@@ -1,6 +1,6 @@
 """Lesson 12's scripted models (programs, not LLMs) and its course project.
 
-All of them walk the reference model's known-fix path (`known_fix.known_fix_plan`), so
+All of them walk the known-fix model's path (`known_fix.known_fix_plan`), so
 every edit they make is real and replayed through the agent's own tools; what changes
 is what they do around it:
 
@@ -30,7 +30,17 @@ from typing import Any
 from ..memory import NOTES_TAG
 from ..sandbox import run_in_sandbox
 from .known_fix import known_fix_plan
-from .scripted import Reply, ScriptedModel, answer, call, calls, results_this_turn
+from .scripted import (
+    Reply,
+    ScriptedModel,
+    answer,
+    call,
+    calls,
+    offered_tools,
+    results_this_turn,
+    system_prompt,
+    tool_rounds,
+)
 from .tasks import BugFixTask, copy_repo, load_task
 
 EXTRA_TASKS = Path(__file__).resolve().parent.parent / "data" / "tasks_extra"
@@ -86,7 +96,7 @@ def with_todos(plan: list[Reply]) -> list[Reply]:
 
 
 def planner_model(task: BugFixTask) -> ScriptedModel:
-    """The reference model's known fix of `task`, keeping a todo list (scripted)."""
+    """The known-fix model's path on `task`, keeping a todo list (scripted)."""
     return ScriptedModel(with_todos(known_fix_plan(task)), name=PLANNER_NAME)
 
 
@@ -148,8 +158,7 @@ def exploring(body: dict[str, Any]) -> list[Reply]:
              calls(call("read_file", {"path": "README.md"}), content="读一读 README.md。")]
     readme = next((text for name, text in results_this_turn(body) if name == "read_file"), "")
     bullets = _BULLET.findall(readme)
-    offered = [tool["function"]["name"] for tool in body.get("tools") or []]
-    if "remember" in offered:  # (before README.md is read, this step is not sent yet)
+    if "remember" in offered_tools(body):  # (before README.md is read, this step is not sent yet)
         notes = bullets or ["README.md 里没有可记的要点"]
         steps.append(calls(*(call("remember", {"note": note}) for note in notes),
                            content="把以后还用得上的记下来。"))
@@ -161,15 +170,12 @@ def session_model(task: BugFixTask) -> ScriptedModel:
     with the known fix; without, it explores first (scripted, not an LLM)."""
     fix = known_fix_plan(task)
 
-    def policy(body: dict[str, Any]) -> Reply:
-        system = next((str(m.get("content")) for m in body["messages"]
-                       if m.get("role") == "system"), "")
-        plan = fix if f"<{NOTES_TAG}>" in system else [*exploring(body), *fix]
-        done = sum(1 for m in body["messages"] if m.get("role") == "assistant"
-                   and m.get("tool_calls"))
+    def respond(body: dict[str, Any]) -> Reply:
+        plan = fix if f"<{NOTES_TAG}>" in system_prompt(body) else [*exploring(body), *fix]
+        done = tool_rounds(body)
         return plan[min(done, len(plan) - 1)]
 
-    return ScriptedModel(policy, name=SESSION_NAME)
+    return ScriptedModel(respond, name=SESSION_NAME)
 
 
 def fresh_copy(task: BugFixTask) -> Path:

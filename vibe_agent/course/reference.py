@@ -1,4 +1,6 @@
-"""The scripted reference model: the ideal path on the course's tasks.
+"""The scripted reference model: the ideal path on the demo tasks and the lessons' questions.
+
+(The bug-fix tasks have their own scripted model, the known-fix replayer in `known_fix.py`.)
 
 It is NOT a language model. It is a deterministic program, served as a
 `ScriptedModel`, that reads a request the way the lessons need and answers with
@@ -25,7 +27,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..naive import JSON_CONVENTION_MARKER, Action
+from ..naive import JSON_CONVENTION_MARKER, NextStep
 from .explorer import explorer_reply
 from .scripted import (
     Reply,
@@ -33,8 +35,10 @@ from .scripted import (
     answer,
     call,
     calls,
+    first_user_message,
     offered_tools,
     results_this_turn,
+    system_prompt,
 )
 
 REFERENCE_MODEL_NAME = "vibe-reference"
@@ -57,75 +61,75 @@ def _result_value(text: str) -> str:
     return text.rsplit("=", 1)[-1].strip() if "=" in text else text.strip()
 
 
-def plan_future(question: str, done: Done) -> Action | None:
+def plan_future(question: str, done: Done) -> NextStep | None:
     """2099: nobody can know, and no tool helps. Say so without calling one."""
     if "2099" not in question:
         return None
-    return Action(answer="我无法知道 2099 年世界杯的冠军：那是未来的比赛，"
+    return NextStep(answer="我无法知道 2099 年世界杯的冠军：那是未来的比赛，"
                          "现在没有任何人或工具能告诉我结果。")
 
 
-def plan_page_length(question: str, done: Done) -> Action | None:
+def plan_page_length(question: str, done: Done) -> NextStep | None:
     """A page's length divided by 7: page_length, then the calculator, then the answer."""
     url = _URL.search(question)
     if not url or not re.search(r"长度|字符|length", question, re.I):
         return None
     if "page_length" not in done:
-        return Action("page_length", {"url": url.group(0)})
+        return NextStep("page_length", {"url": url.group(0)})
     count = re.search(r"(\d+) characters", done["page_length"])
     if not count:
         return None
     if "calculator" not in done:
-        return Action("calculator", {"expression": f"{count.group(1)} / 7"})
-    return Action(answer=f"这个网页共有 {count.group(1)} 个字符，除以 7 约等于 "
+        return NextStep("calculator", {"expression": f"{count.group(1)} / 7"})
+    return NextStep(answer=f"这个网页共有 {count.group(1)} 个字符，除以 7 约等于 "
                          f"{_result_value(done['calculator'])}。")
 
 
-def plan_time(question: str, done: Done) -> Action | None:
+def plan_time(question: str, done: Done) -> NextStep | None:
     """The current time comes from the clock tool."""
     if not re.search(r"几点|时间|what time", question, re.I):
         return None
     if "current_time" not in done:
-        return Action("current_time", {"timezone": "Asia/Shanghai"})
-    return Action(answer=f"现在是 {done['current_time']}。")
+        return NextStep("current_time", {"timezone": "Asia/Shanghai"})
+    return NextStep(answer=f"现在是 {done['current_time']}。")
 
 
-def plan_arithmetic(question: str, done: Done) -> Action | None:
+def plan_arithmetic(question: str, done: Done) -> NextStep | None:
     """One binary operation, computed by the calculator."""
     math = _ARITHMETIC.search(question)
     if not math:
         return None
     if "calculator" not in done:
         op = {"×": "*", "x": "*", "X": "*", "÷": "/"}.get(math.group(2), math.group(2))
-        return Action("calculator", {"expression": f"{math.group(1)} {op} {math.group(3)}"})
-    return Action(answer=f"{math.group(0)} = {_result_value(done['calculator'])}。")
+        return NextStep("calculator", {"expression": f"{math.group(1)} {op} {math.group(3)}"})
+    return NextStep(answer=f"{math.group(0)} = {_result_value(done['calculator'])}。")
 
 
-def plan_weather(question: str, done: Done) -> Action | None:
+def plan_weather(question: str, done: Done) -> NextStep | None:
     """The weather of a known city."""
     city = next((c for c in _CITIES if c in question), None)
     if not city or "天气" not in question:
         return None
     if "get_weather" not in done:
-        return Action("get_weather", {"city": city})
-    return Action(answer=done["get_weather"])
+        return NextStep("get_weather", {"city": city})
+    return NextStep(answer=done["get_weather"])
 
 
-def plan_stock(question: str, done: Done) -> Action | None:
+def plan_stock(question: str, done: Done) -> NextStep | None:
     """The price of a stock named by its code (600519) or ticker (AAPL)."""
     stock = re.search(r"\b(\d{6}|[A-Z]{2,5})\b", question)
     if not stock or not re.search(r"股价|股票|stock", question, re.I):
         return None
     if "get_stock" not in done:
-        return Action("get_stock", {"code": stock.group(1)})
-    return Action(answer=done["get_stock"])
+        return NextStep("get_stock", {"code": stock.group(1)})
+    return NextStep(answer=done["get_stock"])
 
 
-PLANNERS: tuple[Callable[[str, Done], Action | None], ...] = (
+PLANNERS: tuple[Callable[[str, Done], NextStep | None], ...] = (
     plan_future, plan_page_length, plan_time, plan_arithmetic, plan_weather, plan_stock)
 
 
-def plan(question: str, results: list[tuple[str, str]]) -> Action:
+def plan(question: str, results: list[tuple[str, str]]) -> NextStep:
     """The ideal next step for a question, given the tool results so far.
 
     Args:
@@ -133,13 +137,13 @@ def plan(question: str, results: list[tuple[str, str]]) -> Action:
         results: (tool name, result text) pairs already returned this turn.
     """
     if results and results[-1][1].startswith("Error"):
-        return Action(answer=f"工具返回了错误：{results[-1][1]} 我没法据此给出可靠的答案。")
+        return NextStep(answer=f"工具返回了错误：{results[-1][1]} 我没法据此给出可靠的答案。")
     done = dict(results)
     for planner in PLANNERS:
-        action = planner(question, done)
-        if action is not None:
-            return action
-    return Action(answer=UNKNOWN)
+        step = planner(question, done)
+        if step is not None:
+            return step
+    return NextStep(answer=UNKNOWN)
 
 
 def _missing_tool(tool: str) -> str:
@@ -156,15 +160,6 @@ _TOOL_LINE = re.compile(r"^\s*[-*]\s*(\w+)\s*\([^)\n]*\)\s*[:：]", re.MULTILINE
 _TOOLS_HEADING = re.compile(r"^[^\n]{0,30}(?:工具|tools?)[^\n]{0,10}[:：]\s*$", re.I)
 # "请回答用户问题：" / "Question:" — words put in front of the question itself
 _LEAD_IN = re.compile(r"^[^\n:：]{0,20}?(?:问题|question)\s*[:：]\s*", re.I)
-
-
-def _first_user_message(body: dict[str, Any]) -> str:
-    users = [m for m in body["messages"] if m["role"] == "user"]
-    return str(users[0]["content"]) if users else ""
-
-
-def _system_prompt(body: dict[str, Any]) -> str:
-    return next((str(m["content"]) for m in body["messages"] if m["role"] == "system"), "")
 
 
 def described_tools(prompt: str) -> list[str]:
@@ -198,29 +193,29 @@ def naive_results(body: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 # ---------------------------------------------------------------------------
-# The policy: one reply per way of asking
+# The responder: one reply per way of asking
 # ---------------------------------------------------------------------------
 
 
 def _json_convention_reply(body: dict[str, Any], system: str) -> Reply:
     """The naive agent's convention: exactly one JSON object as the reply's text."""
-    action = plan(_first_user_message(body), naive_results(body))
-    if action.tool and action.tool not in described_tools(system):
-        action = Action(answer=_missing_tool(action.tool))
-    data = ({"answer": action.answer} if action.tool is None
-            else {"tool": action.tool, "arguments": action.arguments})
+    step = plan(first_user_message(body), naive_results(body))
+    if step.tool and step.tool not in described_tools(system):
+        step = NextStep(answer=_missing_tool(step.tool))
+    data = ({"answer": step.answer} if step.tool is None
+            else {"tool": step.tool, "arguments": step.arguments})
     return answer(json.dumps(data, ensure_ascii=False))
 
 
 def _described_tools_reply(prompt: str) -> Reply:
     """Tools only described in the prompt: the best a model can do is SAY the call."""
-    action = plan(question_in_prompt(prompt), [])
-    if action.tool is None:
-        return answer(action.answer or "")
-    if action.tool not in described_tools(prompt):
-        return answer(_missing_tool(action.tool))
-    args = ", ".join(f"{k}={v!r}" for k, v in action.arguments.items())
-    return answer(f"我需要调用 {action.tool}({args}) 才能回答。"
+    step = plan(question_in_prompt(prompt), [])
+    if step.tool is None:
+        return answer(step.answer or "")
+    if step.tool not in described_tools(prompt):
+        return answer(_missing_tool(step.tool))
+    args = ", ".join(f"{k}={v!r}" for k, v in step.arguments.items())
+    return answer(f"我需要调用 {step.tool}({args}) 才能回答。"
                   "（我只能写下这句话，没有程序会替我执行它。）")
 
 
@@ -255,34 +250,34 @@ def _native_reply(body: dict[str, Any], question: str) -> Reply:
     "required"), the way a constrained provider forces a model to emit some call.
     """
     offered = offered_tools(body)
-    action = plan(question, [(local_name(name), text) for name, text in results_this_turn(body)])
-    action.tool = _offered_as(action.tool, offered)
+    step = plan(question, [(local_name(name), text) for name, text in results_this_turn(body)])
+    step.tool = _offered_as(step.tool, offered)
     if body.get("tool_choice") == "none":
-        if action.tool is None:
-            return answer(action.answer or "")
-        return answer(f"回答这个问题需要 {action.tool} 工具，但这次请求不允许调用工具"
+        if step.tool is None:
+            return answer(step.answer or "")
+        return answer(f"回答这个问题需要 {step.tool} 工具，但这次请求不允许调用工具"
                       "（tool_choice=\"none\"），所以我无法回答。")
     forced = forced_tool(body)
-    fits = action.tool in offered and forced in ("*", action.tool)
+    fits = step.tool in offered and forced in ("*", step.tool)
     if forced and offered and not fits:
         return calls(call(offered[0] if forced == "*" else forced, {}))
-    if action.tool is None:
-        return answer(action.answer or "")
-    if action.tool not in offered:
-        return answer(_missing_tool(action.tool))
-    return calls(call(action.tool, action.arguments))
+    if step.tool is None:
+        return answer(step.answer or "")
+    if step.tool not in offered:
+        return answer(_missing_tool(step.tool))
+    return calls(call(step.tool, step.arguments))
 
 
-def reference_policy(body: dict[str, Any]) -> Reply:
-    """The reference model's policy: native tool_calls, or the naive prompt conventions;
+def reference_responder(body: dict[str, Any]) -> Reply:
+    """The reference model's responder: native tool_calls, or the naive prompt conventions;
     lesson 13's "where is X handled?" goes to the explorer (`explorer.py`)."""
     explored = explorer_reply(body)
     if explored is not None:
         return explored
-    system = _system_prompt(body)
+    system = system_prompt(body)
     if JSON_CONVENTION_MARKER in system:
         return _json_convention_reply(body, system)
-    prompt = _first_user_message(body)
+    prompt = first_user_message(body)
     if "tools" not in body and described_tools(prompt):
         return _described_tools_reply(prompt)
     return _native_reply(body, prompt)
@@ -296,5 +291,5 @@ def reference_model(*, max_requests: int | None = None,
         max_requests: the request cap (None: no cap).
         context_window: a window in tokens it enforces as OpenAI does (None: none).
     """
-    return ScriptedModel(reference_policy, name=REFERENCE_MODEL_NAME, max_requests=max_requests,
-                         context_window=context_window)
+    return ScriptedModel(reference_responder, name=REFERENCE_MODEL_NAME,
+                         max_requests=max_requests, context_window=context_window)

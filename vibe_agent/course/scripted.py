@@ -5,19 +5,19 @@ A scripted model is NOT a language model. It is a small program that answers
 transport underneath a real `openai.OpenAI` client:
 
     your code -> openai.OpenAI -> httpx2.Client -> ScriptedModel.handle_request
-                                                   (a list of replies or a policy)
+                                                   (a list of replies or a responder)
 
 So the SDK parses real JSON exactly as it would from a provider, and everything
 above the transport (the loop, the registry, the learner's code) runs for real.
 
 Scripts come in two shapes:
 - a list of `Reply` objects, consumed in order (running out raises `ScriptExhausted`);
-- a policy `f(request_body) -> Reply` that decides from what it was sent.
+- a responder `f(request_body) -> Reply` that decides from what it was sent.
 
 `max_requests=N` caps any script: request N + 1 raises `RequestCapReached`
 instead of being answered, so a loop that never stops cannot hang a notebook or a
 checker. `misbehaving(name)` builds the models the brakes lesson needs; the
-reference model (the ideal path on the course's tasks) lives in `reference.py`.
+reference model (the ideal path on the demo tasks) lives in `reference.py`.
 Scripted models report no `usage` unless a reply carries one, or unless they are
 given a context window (`context_window=N`): then they count tokens with a real
 tokenizer (OpenAI's o200k_base, from the `bpe-openai` package), report that count as
@@ -119,14 +119,14 @@ def usage_of(prompt: int, completion: int) -> dict[str, int]:
             "total_tokens": prompt + completion}
 
 
-Policy = Callable[[dict[str, Any]], Reply]
+Responder = Callable[[dict[str, Any]], Reply]  # answers one request body with a Reply
 
 
 class ScriptedModel(httpx2.BaseTransport):
     """A model played by a script, at the HTTP transport of a real client.
 
     Args:
-        script: a list of replies (used in order) or a policy function.
+        script: a list of replies (used in order) or a responder function.
         name: shown in provenance and errors; says what this model is.
         max_requests: answer at most this many requests; the next one raises
             `RequestCapReached` (None: no cap).
@@ -140,7 +140,7 @@ class ScriptedModel(httpx2.BaseTransport):
             response also reports its counted `usage`. None: no window, no usage.
     """
 
-    def __init__(self, script: Sequence[Reply] | Policy, *, name: str = "scripted",
+    def __init__(self, script: Sequence[Reply] | Responder, *, name: str = "scripted",
                  max_requests: int | None = None, check_history: bool = True,
                  interleave_calls: bool = False, context_window: int | None = None) -> None:
         self.name = name
@@ -148,7 +148,7 @@ class ScriptedModel(httpx2.BaseTransport):
         self.max_requests = max_requests
         self.check_history = check_history
         self.context_window = context_window
-        self._policy = script if callable(script) else None
+        self._responder = script if callable(script) else None
         self._replies = [] if callable(script) else list(script)
         self.requests: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
@@ -160,8 +160,8 @@ class ScriptedModel(httpx2.BaseTransport):
 
     @property
     def remaining(self) -> int:
-        """Replies not yet used (always 0 for a policy)."""
-        return max(0, len(self._replies) - len(self.requests)) if self._policy is None else 0
+        """Replies not yet used (always 0 for a responder)."""
+        return max(0, len(self._replies) - len(self.requests)) if self._responder is None else 0
 
     def assert_consumed(self) -> None:
         """Raise if the script still has replies nobody asked for."""
@@ -205,8 +205,8 @@ class ScriptedModel(httpx2.BaseTransport):
         return httpx2.Response(reply.status, json=completion)
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
-        if self._policy is not None:
-            return self._policy(body)
+        if self._responder is not None:
+            return self._responder(body)
         if len(self.requests) > len(self._replies):
             raise ScriptExhausted(
                 f"scripted model {self.name!r} got request #{len(self.requests)} but its "
@@ -306,13 +306,31 @@ def protocol_error(body: dict[str, Any]) -> str | None:
 
 
 # ---------------------------------------------------------------------------
-# Reading a request: which tools exist, what came back
+# Reading a request: what was asked, which tools exist, what came back
 # ---------------------------------------------------------------------------
+
+
+def first_user_message(body: dict[str, Any]) -> str:
+    """The text of a request's first user message ("" when there is none)."""
+    return next((str(m.get("content") or "") for m in body.get("messages") or []
+                 if m.get("role") == "user"), "")
+
+
+def system_prompt(body: dict[str, Any]) -> str:
+    """The text of a request's first system message ("" when there is none)."""
+    return next((str(m.get("content") or "") for m in body.get("messages") or []
+                 if m.get("role") == "system"), "")
 
 
 def offered_tools(body: dict[str, Any]) -> list[str]:
     """The names of the tools a request offers."""
     return [tool["function"]["name"] for tool in body.get("tools") or []]
+
+
+def tool_rounds(body: dict[str, Any]) -> int:
+    """How many assistant messages with tool calls the request's history holds."""
+    return sum(1 for m in body.get("messages") or []
+               if m.get("role") == "assistant" and m.get("tool_calls"))
 
 
 def results_this_turn(body: dict[str, Any]) -> list[tuple[str, str]]:
@@ -328,7 +346,7 @@ def results_this_turn(body: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 # ---------------------------------------------------------------------------
-# Misbehaving models for the brakes lesson and the tests: each is a policy
+# Misbehaving models for the brakes lesson and the tests: each is a responder
 # ---------------------------------------------------------------------------
 
 PRODUCT = {"expression": "17 * 23"}
@@ -408,7 +426,7 @@ def omits_usage(body: dict[str, Any]) -> Reply:
     return calls(call("calculator", PRODUCT), usage=usage_of(100, 10))
 
 
-MISBEHAVIOURS: dict[str, Policy] = {policy.__name__: policy for policy in (
+MISBEHAVIOURS: dict[str, Responder] = {responder.__name__: responder for responder in (
     repeat_forever, invalid_json, unknown_tool, wrong_types, parallel_calls,
     says_done_while_calling, http_429, http_500, no_choices, omits_usage)}
 

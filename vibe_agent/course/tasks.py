@@ -1,11 +1,11 @@
-"""The bug-fix task suite: load tasks, copy their projects, replay their reference fixes.
+"""The bug-fix task suite: load tasks, copy their projects, replay their known fixes.
 
 A task is a folder (the format is described in `vibe_agent/data/tasks/README.md`):
 
     <name>/
         task.json   {"prompt": ..., "test_command": ..., "timeout_s": ..., other keys = metadata}
         repo/       a small project whose tests fail as shipped
-        fix.patch   optional: the reference fix, a unified diff as `git diff` writes it
+        fix.patch   optional: the known fix, a unified diff as `git diff` writes it
 
 The judging itself (held-out tests, FAIL_TO_PASS / PASS_TO_PASS) is in
 `vibe_agent/course/judge.py`; this module only knows what a task is.
@@ -15,9 +15,9 @@ what to do; `load_suite` loads every task of a folder and collects the errors in
 so one broken task never hides the others.
 
 `patch_edits` turns a patch into exact replacements (path, old_text, new_text): the
-arguments an `edit_file(path, old, new)` tool takes. A scripted "reference model" can
-send them through the agent's own tools; `apply_fix` applies them in plain Python,
-without the `patch` or `git` programs.
+arguments an `edit_file(path, old, new)` tool takes. The scripted known-fix model
+(`known_fix.py`) sends them through the agent's own tools; `apply_fix` applies them in
+plain Python, without the `patch` or `git` programs.
 """
 
 from __future__ import annotations
@@ -376,7 +376,7 @@ def patch_edits(patch_text: str, repo: Path | None = None) -> list[FileEdit]:
 def fix_edits(task: BugFixTask) -> list[FileEdit]:
     """The edits of the task's reference fix, checked against its pristine project."""
     if task.fix_patch is None:
-        raise TaskError(f"{task.folder}：这个任务没有 fix.patch（参考修复），无法回放。")
+        raise TaskError(f"{task.folder}：这个任务没有 fix.patch（已知修复），无法回放。")
     return _read_patch(task.fix_patch, task.repo)
 
 

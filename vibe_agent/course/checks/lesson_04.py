@@ -261,12 +261,12 @@ def _endless_model() -> ScriptedModel:
     """Asks for the calculator every time. After ENDLESS_LIMIT requests it answers, so
     that a `while True` loop which exits on an answer still ends and can be counted."""
 
-    def policy(body: dict[str, Any]) -> Any:
+    def respond(body: dict[str, Any]) -> Any:
         if len(model.requests) > ENDLESS_LIMIT:
             return answer("（脚本模型）好吧，我不再调用工具了。")
         return calls(call("calculator", {"expression": "17 * 23"}))
 
-    model = ScriptedModel(policy, name="scripted-never-stops", max_requests=MAX_REQUESTS)
+    model = ScriptedModel(respond, name="scripted-never-stops", max_requests=MAX_REQUESTS)
     return model
 
 

@@ -33,8 +33,8 @@ from ...loop import DEFAULT_SYSTEM_PROMPT, run_agent
 from ...registry import ToolRegistry
 from ...tools import DemoTools
 from ..scripted import (
-    Policy,
     Reply,
+    Responder,
     ScriptedModel,
     ScriptExhausted,
     answer,
@@ -268,7 +268,7 @@ RESETS = [_read("a.md"), _read("b.md"), _read("notes/todo.md"), _read("c.md"), _
           answer("读到了：- 写完第 5 课 - 给循环装刹车")]
 
 
-def scripted(script: Sequence[Reply] | Policy, name: str) -> Callable[[], ScriptedModel]:
+def scripted(script: Sequence[Reply] | Responder, name: str) -> Callable[[], ScriptedModel]:
     """A fresh capped scripted model for every run of a case."""
     return lambda: ScriptedModel(script, name=name, max_requests=MAX_REQUESTS)
 

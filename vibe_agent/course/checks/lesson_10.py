@@ -68,14 +68,14 @@ COLLECT_HINT = ("测试失败的原因不对：pytest 退出码 {code} 表示{me
 PASSES_HINT = ("应用 fix.patch 以后测试必须通过（退出码 0）：补丁要修的就是测试测到的那个 bug。"
                "在一份副本里先按补丁改好，运行 test_command 确认通过，再用 make_patch 生成补丁。")
 TIMEOUT_HINT = "测试超时了：任务的测试应当几秒内跑完，不要 sleep，也不要访问网络。"
-TOUCHES_TESTS_HINT = ("参考修复只能改被测的代码，不能改测试：改了测试的“修复”，"
+TOUCHES_TESTS_HINT = ("已知修复只能改被测的代码，不能改测试：改了测试的“修复”，"
                       "任何模型照做都能通过。把补丁限制在代码文件里。")
 LEAK_PART_HINT = ("prompt 里有补丁改动的那一小段代码：哪怕不是整行，模型照着改也能通过，"
                   "分数就虚高了。prompt 只写用户看到的现象（输入什么、期望什么、实际得到什么），"
                   "不写判断条件、变量名怎么改。")
 CONFIG_HINT = ("fix.patch 改了测试的配置或测试的钩子：在 pytest.ini 里 --deselect 掉失败的测试、"
                "在 conftest.py 里把结果改成通过，任何模型照做都能“通过”，测的就不是修 bug 了。"
-               "参考修复只改被测的代码，pytest.ini、conftest.py 这些文件留在 repo/ 里不动。")
+               "已知修复只改被测的代码，pytest.ini、conftest.py 这些文件留在 repo/ 里不动。")
 BUNDLED_HINT = ("这是包里自带的评测任务的拷贝：它已经在评测集里了，再出一遍测不到新东西。"
                 "自己想一个 bug（可以来自你自己的项目），写出它的代码、测试和修复。")
 LEAK_HINT = ("prompt 只写症状（看到了什么、期望什么），不写修法：补丁新加的代码行出现在 prompt 里，"
@@ -239,7 +239,7 @@ def check_my_task(fn: Callable[[Path], Any]) -> Verdict:
         if task is None:
             return report.verdict()
 
-        with report.case("带着参考修复 fix.patch"):
+        with report.case("带着已知修复 fix.patch"):
             if task.fix_patch is None:
                 fail("folder 里没有 fix.patch", PATCH_HINT)
         with report.case("自己出的题，不是包里自带任务的拷贝"):
@@ -383,7 +383,7 @@ SUMMARY_CASES: list[tuple[str, list[TaskRecord], str]] = [
     ("一个任务没报告 tokens（None）", [
         _record("a", True, 1000), _record("b", False, None), _record("c", False, 1400)],
      NONE_AS_ZERO_HINT),
-    ("参考模型：tokens 全是 None", [
+    ("已知修复模型：tokens 全是 None", [
         _record("a", True, None), _record("b", True, None)], NONE_AS_ZERO_HINT),
     ("一个任务出错（stop_reason == \"error\"）", [
         _record("a", True, 800), _record("b", False, 900, stop="max_iters"),

@@ -19,7 +19,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from ...compact import compact, reference_summarizer, split_rounds
+from ...compact import compact, scripted_summarizer, split_rounds
 from ...loop import run_agent
 from ...registry import ToolRegistry
 from ..scripted import ScriptedModel, answer, call, calls, protocol_error
@@ -206,7 +206,7 @@ def _run_problem(fn: Callable[..., Any]) -> Problem:
         "read_notes", {"week": w + 10})) for w in range(1, 5)), answer("读完了。")],
         name="scripted-notes", max_requests=MAX_REQUESTS)
     result = run_agent(model.client(), "读一读 1 到 4 周和 11 到 14 周的笔记。", notes_registry(),
-                       model=MODEL, prepare=lambda m: fn(m, reference_summarizer,
+                       model=MODEL, prepare=lambda m: fn(m, scripted_summarizer,
                                                          keep_last_rounds=1))
     rejected = next((problem for body in model.requests if (problem := protocol_error(body))),
                     None)

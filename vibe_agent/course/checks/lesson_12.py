@@ -186,16 +186,16 @@ def _gate_problem(got: Any, case: GateCase) -> tuple[str, str] | None:
 
 def _claims_then_fixes() -> ScriptedModel:
     """Says "已修复" at once; asked again, fixes calc.py and answers; asked more, it keeps
-    answering (scripted: a policy, so a gate that never lets go meets no end of script)."""
+    answering (scripted: a responder, so a gate that never lets go meets no end of script)."""
     replies = [answer(SAYS_FIXED),
                calls(call("edit_file", {"path": "calc.py", "old": "a - b", "new": "a + b"})),
                answer("改好了 calc.py。")]
 
-    def policy(body: dict[str, Any]) -> Reply:
+    def respond(body: dict[str, Any]) -> Reply:
         turns = sum(m.get("role") == "assistant" for m in body["messages"])
         return replies[min(turns, len(replies) - 1)]
 
-    return ScriptedModel(policy, name="scripted-claims-early", max_requests=8)
+    return ScriptedModel(respond, name="scripted-claims-early", max_requests=8)
 
 
 def check_tests_gate(fn: Callable[..., Any]) -> Verdict:

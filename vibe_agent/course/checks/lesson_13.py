@@ -12,7 +12,7 @@ from typing import Any
 from ...loop import run_agent, run_tool, run_tools
 from ...registry import ToolDefinitionError, ToolRegistry, ToolResult
 from ...subagents import delegate_registry
-from ..scripted import Reply, ScriptedModel, answer, call, calls, offered_tools
+from ..scripted import Reply, Responder, ScriptedModel, answer, call, calls, offered_tools
 from . import MAX_REQUESTS, Report, attempt, fail, short
 
 # --- exercise 13.1: run_calls_concurrently ----------------------------------------------
@@ -208,14 +208,14 @@ def _child_tools() -> tuple[ToolRegistry, str]:
     return tools, secret
 
 
-def _looks_up_then_answers(final: str) -> Callable[[dict[str, Any]], Reply]:
-    def policy(body: dict[str, Any]) -> Reply:
+def _looks_up_then_answers(final: str) -> Responder:
+    def respond(body: dict[str, Any]) -> Reply:
         results = [m for m in body["messages"] if m["role"] == "tool"]
         if not results:
             return calls(call("lookup", {"key": "answer"}))
         return answer(final)
 
-    return policy
+    return respond
 
 
 def _make(fn: Callable[..., Any], model: ScriptedModel, tools: ToolRegistry) -> Any:

@@ -61,7 +61,7 @@ SEARCH_WEB = MCPTool(name="search", description="Search the web.",
 
 
 def expected_tools(listing: list[MCPTool], server: str) -> list[dict[str, Any]]:
-    """What exercise 14.1 asks for, written out (the checker's own reference)."""
+    """What exercise 14.1 asks for, written out (the checker's own model answer)."""
     return [{"type": "function", "function": {
         "name": f"mcp__{server}__{tool.name}",
         "description": tool.description or "",
