@@ -393,14 +393,14 @@ def test_tool_error_brake_counts_failures_in_a_row():
 
 
 def ping_pong(period: int):
-    """A scripted policy that goes round `period` different calls forever."""
-    def policy(body):
+    """A scripted responder that goes round `period` different calls forever."""
+    def respond(body):
         step = sum(m["role"] == "assistant" for m in body["messages"]) % period
         return calls(call("calculator", {"expression": f"{step} + 1"}))
-    return policy
+    return respond
 
 
-# (policy, settings, stop reason, requests sent)
+# (responder, settings, stop reason, requests sent)
 CYCLE_MATRIX = [
     (ping_pong(2), {}, StopReason.CYCLE, 4),
     (ping_pong(3), {}, StopReason.CYCLE, 6),
@@ -410,11 +410,11 @@ CYCLE_MATRIX = [
 ]
 
 
-@pytest.mark.parametrize(("policy", "options", "reason", "requests"), CYCLE_MATRIX,
+@pytest.mark.parametrize(("respond", "options", "reason", "requests"), CYCLE_MATRIX,
                          ids=["period-2", "period-3", "period-3-not-looked-for", "off",
                               "period-4-too-long"])
-def test_cycle_brake(policy, options, reason, requests):
-    model = ScriptedModel(policy)
+def test_cycle_brake(respond, options, reason, requests):
+    model = ScriptedModel(respond)
     result = run(model, **options)
     assert (result.stop_reason, len(model.requests)) == (reason, requests)
     if reason is StopReason.CYCLE:

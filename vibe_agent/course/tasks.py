@@ -374,7 +374,7 @@ def patch_edits(patch_text: str, repo: Path | None = None) -> list[FileEdit]:
 
 
 def fix_edits(task: BugFixTask) -> list[FileEdit]:
-    """The edits of the task's reference fix, checked against its pristine project."""
+    """The edits of the task's known fix (fix.patch), checked against its pristine project."""
     if task.fix_patch is None:
         raise TaskError(f"{task.folder}：这个任务没有 fix.patch（已知修复），无法回放。")
     return _read_patch(task.fix_patch, task.repo)
@@ -390,7 +390,7 @@ def apply_edits(edits: list[FileEdit], root: str | Path) -> None:
 
 
 def apply_fix(task: BugFixTask, workspace: str | Path) -> list[FileEdit]:
-    """Apply the task's reference fix to `workspace`, a copy of its project.
+    """Apply the task's known fix (fix.patch) to `workspace`, a copy of its project.
 
     Returns:
         The edits that were applied.
