@@ -240,6 +240,8 @@ def test_record_a_run_then_replay_it_with_the_recorded_options(
     assert tape.provenance["bench"]["system_prompt"] == prompt.read_text(encoding="utf-8")
     assert tape.provenance["bench"]["request_options"] == {"temperature": 0.5, "max_tokens": 300}
     assert "bench --mode live --record" in tape.provenance["recorded_with"]
+    for setting in (f"--system-prompt {prompt}", "--temperature 0.5", "--max-tokens 300"):
+        assert setting in tape.provenance["recorded_with"]  # the command reproduces the run
     sent = [i["request"] for i in tape.interactions if i["kind"] == "chat"]
     assert {r["messages"][0]["content"] for r in sent} == {prompt.read_text(encoding="utf-8")}
     assert {(r["temperature"], r["max_tokens"]) for r in sent} == {(0.5, 300)}

@@ -56,6 +56,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import signal
 import sys
 import tempfile
@@ -710,6 +711,11 @@ def _recording_factory(mode: str, args: argparse.Namespace, tasks: Sequence[BugF
         assert tape is not None
         command = ["python -m vibe_agent bench", f"--mode {mode} --record --cassette {name}",
                    f"--workers {args.workers} --max-iters {args.max_iters}"]
+        for flag, value in (("--tasks", args.tasks), ("--system-prompt", args.system_prompt),
+                            ("--model", args.model), ("--temperature", args.temperature),
+                            ("--max-tokens", args.max_tokens)):
+            if value is not None:  # every setting of the run, so the command reproduces it
+                command.append(f"{flag} {shlex.quote(str(value))}")
         if args.only:
             command.append("--only " + " ".join(args.only))
         tape.provenance["recorded_with"] = " ".join(command)
