@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from vibe_agent.coding import coding_registry
 from vibe_agent.compact import (
+    MAX_NOTES,
     OFFLOAD_DIR,
     Compaction,
     archived_messages,
@@ -24,8 +25,10 @@ from vibe_agent.compact import (
     scripted_summarizer,
     split_rounds,
     summary_message,
+    summary_request,
     transcript,
 )
+from vibe_agent.course.judge import judge
 from vibe_agent.course.known_fix import known_fix_model
 from vibe_agent.course.local import LocalServerError, context_size
 from vibe_agent.course.reference import reference_model
@@ -389,6 +392,7 @@ def test_model_summarizer_sends_one_request_without_tools():
     (request,) = model.requests
     assert "tools" not in request and request["max_tokens"] == 50
     assert [m["role"] for m in request["messages"]] == ["system", "user"]
+    assert request["messages"] == summary_request(history)  # what the bench counts
     assert 'read_file({"path": "a.py"})' in request["messages"][1]["content"]
     assert "TOOL RESULT (read_file): def f(): pass" in request["messages"][1]["content"]
     assert summarize.usage == [{"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11}]
@@ -423,6 +427,19 @@ def test_the_scripted_summarizer_keeps_the_facts_and_says_it_is_scripted():
     later = scripted_summarizer([summary_message(text, 6), {"role": "assistant",
                                                              "content": "next"}])
     assert "shop/a.py" in later and "1 failed, 2 passed" in later and "next" in later
+
+
+def test_a_summary_of_summaries_keeps_only_the_newest_notes():
+    text = scripted_summarizer([{"role": "user", "content": "the task"}])
+    sizes = []
+    for n in range(30):  # one compaction per round: each summary summarises the last one
+        text = scripted_summarizer([summary_message(text, 2), {"role": "assistant",
+                                                                "content": f"note {n:02d}"}])
+        sizes.append(len(text))
+    notes = next(line for line in text.splitlines() if line.startswith("Notes: "))
+    assert notes == "Notes: " + " | ".join(f"note {n:02d}" for n in range(30 - MAX_NOTES, 30))
+    assert "Task: the task" in text  # the facts themselves carry over
+    assert len(set(sizes[MAX_NOTES:])) == 1  # bounded: it stops growing
 
 
 def test_a_long_transcript_keeps_its_start_and_end():
@@ -465,16 +482,23 @@ def test_the_long_task_fails_as_shipped_and_passes_with_its_fix(tmp_path):
     assert all((project / path).is_file() for path in LONG_TASK.metadata["explore"])
 
 
-@pytest.mark.parametrize(("compaction", "reason"), [
-    pytest.param(None, StopReason.CONTEXT_TOO_LONG, id="nothing"),
-    pytest.param(Compaction(scripted_summarizer, budget=2800), StopReason.ANSWERED,
-                 id="compaction"),
+@pytest.mark.parametrize(("options", "reason", "offloads"), [
+    pytest.param(None, StopReason.CONTEXT_TOO_LONG, False, id="nothing"),
+    pytest.param({"budget": 2800}, StopReason.ANSWERED, False, id="compaction"),
+    pytest.param({"budget": 2000, "keep_last_rounds": 1}, StopReason.ANSWERED, False,
+                 id="the-lessons-compaction"),
+    pytest.param({"budget": 2000, "keep_last_rounds": 1, "offload_over": 1500,
+                  "head_chars": 300}, StopReason.ANSWERED, True, id="with-offloading"),
 ])
-def test_the_long_task_under_a_small_window(tmp_path, compaction, reason):
+def test_the_long_task_under_a_small_window(tmp_path, options, reason, offloads):
     workspace = copy_repo(LONG_TASK, tmp_path / "ws")
+    compaction = None if options is None else Compaction(
+        scripted_summarizer, workspace=workspace if offloads else None, **options)
     model = known_fix_model(LONG_TASK, context_window=4000)
     result = run_agent(model.client(), LONG_TASK.prompt, coding_registry(workspace),
                        model="m", max_iters=20, compaction=compaction)
     assert result.stop_reason is reason
+    verdict = judge(LONG_TASK, workspace)  # held out: FAIL_TO_PASS and PASS_TO_PASS
+    assert verdict.resolved is (compaction is not None)
     if compaction is not None:
-        assert run_tests(workspace).returncode == 0
+        assert compaction.events and bool(compaction.offloaded) is offloads

@@ -166,6 +166,14 @@ def transcript(messages: list[Message], max_chars: int = 12_000) -> str:
     return text
 
 
+def summary_request(messages: list[Message], prompt: str = SUMMARY_PROMPT,
+                    max_chars: int = 12_000) -> list[Message]:
+    """The messages a model summariser sends for `messages`: its prompt, then the
+    transcript (what a summary costs in prompt tokens can be counted on it)."""
+    return [{"role": "system", "content": prompt},
+            {"role": "user", "content": transcript(messages, max_chars)}]
+
+
 @dataclass
 class ModelSummarizer:
     """A summariser that asks a model: one chat request per call, without tools.
@@ -182,11 +190,9 @@ class ModelSummarizer:
     usage: list[dict[str, int] | None] = field(default_factory=list)
 
     def __call__(self, messages: list[Message]) -> str:
-        response = self.client.chat.completions.create(
-            model=self.model, messages=[{"role": "system", "content": self.prompt},
-                                        {"role": "user", "content": transcript(
-                                            messages, self.max_chars)}],
-            **({"temperature": 0} | self.options))
+        request: dict[str, Any] = {"model": self.model, "messages": summary_request(
+            messages, self.prompt, self.max_chars), "temperature": 0} | self.options
+        response = self.client.chat.completions.create(**request)
         self.usage.append(response.usage.model_dump(include={
             "prompt_tokens", "completion_tokens", "total_tokens"}) if response.usage else None)
         return (response.choices[0].message.content or "").strip()
@@ -209,6 +215,8 @@ def model_summarizer(client: openai.OpenAI, *, model: str, prompt: str = SUMMARY
 REFERENCE_LABEL = "scripted summary: facts extracted by rules, not written by an LLM"
 _FACTS = ("Task", "Files read", "Searched for", "Files changed", "Last test result",
           "Failing tests", "Errors", "Notes")
+MAX_NOTES = 5  # the newest assistant notes kept: facts carry over, so a summary of a
+#                summary must not grow by one note per round forever
 
 
 def scripted_summarizer(messages: list[Message]) -> str:
@@ -216,8 +224,8 @@ def scripted_summarizer(messages: list[Message]) -> str:
 
     It extracts what a coding agent needs to go on: the task (a user message), the
     files read, the searches, the edits made, the last test result with its failing
-    tests and error lines, and the assistant's notes. Facts of an earlier summary in
-    `messages` are carried over.
+    tests and error lines, and the assistant's newest `MAX_NOTES` notes. Facts of an
+    earlier summary in `messages` are carried over.
     """
     facts: dict[str, list[str]] = {key: [] for key in _FACTS}
 
@@ -244,6 +252,7 @@ def scripted_summarizer(messages: list[Message]) -> str:
             name, _ = calls.get(m.get("tool_call_id", ""), ("?", {}))
             if name == "run_command":
                 _note_test_run(text, facts)
+    facts["Notes"] = facts["Notes"][-MAX_NOTES:]
     lines = [f"{key}: {' | '.join(values)}" for key, values in facts.items() if values]
     return "\n".join([f"({REFERENCE_LABEL})", *lines])
 
