@@ -4,9 +4,9 @@
                                           [--offload-over 1500] [--head-chars 300] [--runs 3]
 
 The known-fix model (`known_fix_model`: it replays each task's fix, it does not reason)
-runs the long task (`data/tasks_long/`) and the bug-fix suite with a scripted context
-window (`context_window`: tokens counted with o200k_base, answered like OpenAI when
-exceeded). Five ways to run each task:
+runs the long task (`bulk_discount_threshold`) and, apart, the rest of the bug-fix suite
+with a scripted context window (`context_window`: tokens counted with o200k_base,
+answered like OpenAI when exceeded). Five ways to run each task:
 
     full             no window at all: the history resent whole (the token baseline)
     nothing          the window, no strategy: the run ends with context_too_long once hit
@@ -44,7 +44,7 @@ from vibe_agent.course.scripted import prompt_tokens as counted_tokens
 from vibe_agent.course.tasks import BugFixTask, copy_repo, load_suite
 from vibe_agent.loop import AgentResult, run_agent
 
-LONG_TASKS = Path(__file__).resolve().parent.parent / "vibe_agent" / "data" / "tasks_long"
+LONG_TASK = "bulk_discount_threshold"  # lesson 11's long task, part of the suite
 WAYS = ("full", "nothing", "trim", "compact", "compact+offload")
 
 
@@ -117,10 +117,11 @@ def main() -> None:
     args = parser.parse_args()
     settings = Settings(args.window, args.budget, args.keep, args.offload_over, args.head_chars)
     suite, errors = load_suite()
-    long_tasks, long_errors = load_suite(LONG_TASKS)
-    if errors or long_errors:
-        raise SystemExit(f"broken tasks: {errors + long_errors}")
-    for label, tasks in (("long task", long_tasks), ("bug-fix suite", suite)):
+    if errors:
+        raise SystemExit(f"broken tasks: {errors}")
+    long_tasks = [task for task in suite if task.name == LONG_TASK]
+    others = [task for task in suite if task.name != LONG_TASK]  # each task runs in one part
+    for label, tasks in (("long task", long_tasks), ("the rest of the bug-fix suite", others)):
         print(f"\n== {label}: {len(tasks)} task(s), window {args.window} tokens, compaction "
               f"budget {args.budget:.0%} keep {args.keep}, offload over {args.offload_over} "
               f"characters, known-fix model, {args.runs} run(s) ==")

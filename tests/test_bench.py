@@ -409,7 +409,7 @@ def test_a_harness_error_becomes_an_error_row_and_keeps_the_exception() -> None:
 
 def test_the_reference_model_passes_the_whole_suite() -> None:
     """The CI run of the suite: proves the harness, tools and loop, not any model."""
-    assert len(TASKS) == 20
+    assert len(TASKS) == 21
     records = run_suite(TASKS, known_fix_factory(TASKS), workers=2)
     failed = {r.task: r.error or r.tests_output for r in records if not r.passed}
     assert failed == {}

@@ -41,13 +41,19 @@ from vibe_agent.course.scripted import (
     prompt_tokens,
     protocol_error,
 )
-from vibe_agent.course.tasks import apply_fix, command_argv, command_env, copy_repo, load_task
+from vibe_agent.course.tasks import (
+    SUITE_DIR,
+    apply_fix,
+    command_argv,
+    command_env,
+    copy_repo,
+    load_task,
+)
 from vibe_agent.loop import StopReason, run_agent
 from vibe_agent.registry import ToolRegistry
 from vibe_agent.reply import is_context_overflow
 
-LONG_TASK = load_task(Path(__file__).resolve().parent.parent / "vibe_agent" / "data"
-                      / "tasks_long" / "bulk_discount_threshold")
+LONG_TASK = load_task(SUITE_DIR / "bulk_discount_threshold")  # lesson 11's long task
 
 # ---------------------------------------------------------------------------
 # Random histories: parallel calls, content None, reasoning_content, odd ids

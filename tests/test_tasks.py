@@ -37,10 +37,8 @@ from vibe_agent.course.tasks import (
 )
 
 TASKS, LOAD_ERRORS = load_suite()
-# Lesson 11's long task (16 files, many reads): a task set of its own, judged the same way
-# (`bench --tasks vibe_agent/data/tasks_long`, benchmarks/bench_compaction.py).
-LONG_TASKS, LONG_ERRORS = load_suite(SUITE_DIR.parent / "tasks_long")
-SHIPPED = TASKS + LONG_TASKS
+# Lesson 11's long task (16 files, many reads), part of the suite like the others.
+LONG_TASK = "bulk_discount_threshold"
 
 
 def by_name(tasks: list[BugFixTask]) -> list:
@@ -53,12 +51,11 @@ def by_name(tasks: list[BugFixTask]) -> list:
 
 def test_the_suite_loads_without_errors():
     assert LOAD_ERRORS == []
-    assert len(TASKS) >= 14
+    assert len(TASKS) == 21
 
 
-def test_the_long_task_set_loads_and_is_long():
-    assert LONG_ERRORS == [] and [task.name for task in LONG_TASKS] == ["bulk_discount_threshold"]
-    (task,) = LONG_TASKS
+def test_the_long_task_is_in_the_suite_and_is_long():
+    (task,) = [task for task in TASKS if task.name == LONG_TASK]
     assert 10 <= sum(1 for path in task.repo.rglob("*") if path.is_file()) <= 20
     assert len(task.metadata["explore"]) >= 8  # the files between the symptom and the bug
 
@@ -68,7 +65,7 @@ def test_the_suite_is_small():
     assert size < 200_000
 
 
-@pytest.mark.parametrize("task", by_name(SHIPPED))
+@pytest.mark.parametrize("task", by_name(TASKS))
 def test_fails_as_shipped_and_passes_with_its_fix(task: BugFixTask):
     pristine, fixed = judge.test_runs(task)
     # Exit code 1: the tests ran and some failed (2 would be a collection error).
@@ -100,7 +97,7 @@ def test_a_stale_test_ids_file_is_not_believed(tmp_path: Path):
     assert "tests/test_units.py::test_added_later" not in shipped["PASS_TO_PASS"]
 
 
-@pytest.mark.parametrize("task", by_name(SHIPPED))
+@pytest.mark.parametrize("task", by_name(TASKS))
 def test_the_prompt_does_not_give_the_fix_away(task: BugFixTask):
     patch = task.fix_patch.read_bytes().decode("utf-8")
     added = [
@@ -116,7 +113,7 @@ def occurrences(text: str, part: str) -> int:
     return sum(1 for start in range(len(text)) if text.startswith(part, start))
 
 
-@pytest.mark.parametrize("task", by_name(SHIPPED))
+@pytest.mark.parametrize("task", by_name(TASKS))
 def test_fix_edits_are_unique_in_the_pristine_files(task: BugFixTask):
     edits = fix_edits(task)
     assert edits
@@ -126,7 +123,7 @@ def test_fix_edits_are_unique_in_the_pristine_files(task: BugFixTask):
             assert occurrences(text, edit.old_text) == 1, edit
 
 
-@pytest.mark.parametrize("task", by_name(SHIPPED))
+@pytest.mark.parametrize("task", by_name(TASKS))
 def test_task_metadata_and_project_layout(task: BugFixTask):
     assert task.metadata["difficulty"] in ("easy", "medium", "hard")
     assert task.metadata["kind"]
