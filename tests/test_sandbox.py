@@ -389,16 +389,22 @@ def test_an_ordinary_user_gets_the_same_sandbox(bwrap_only):
         workspace = Path(folder, "workspace")
         workspace.mkdir()
         os.chown(workspace, sandbox.SANDBOX_UID, sandbox.SANDBOX_GID)
-        check_as_nobody(python, workspace)
+        # The checkout may lie where nobody cannot read (root's home is mode 700, or a
+        # private mktemp -d): the other user gets a readable copy of the one module it runs
+        # (sandbox.py imports only the standard library).
+        module = Path(folder, "sandbox.py")
+        shutil.copyfile(sandbox.__file__, module)
+        module.chmod(0o644)
+        check_as_nobody(python, workspace, module)
 
 
-def check_as_nobody(python: Path, workspace: Path) -> None:
+def check_as_nobody(python: Path, workspace: Path, module: Path) -> None:
     probes = {"uid": "id -u", "hostname": "echo pwned > /proc/sys/kernel/hostname",
               "forks": FORKS.replace("python -c", "python3 -c"),
               "memory": "python3 -c 'bytearray(1 << 30)'", "file": "echo made > made.txt"}
     done = subprocess.run(["setpriv", f"--reuid={sandbox.SANDBOX_UID}",
                            f"--regid={sandbox.SANDBOX_GID}", "--clear-groups", str(python),
-                           "-I", "-c", AS_AN_ORDINARY_USER, sandbox.__file__, str(workspace),
+                           "-I", "-c", AS_AN_ORDINARY_USER, str(module), str(workspace),
                            json.dumps(probes)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     results = json.loads(done.stdout)
