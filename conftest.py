@@ -22,6 +22,24 @@ import pytest
 collect_ignore = ["notebooks", "tests/fixtures"]
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's, there only when it is
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Under pytest-xdist (the README's test command runs `-n auto`), spread the tests one
+    by one, but keep each notebook whole: its cells share one kernel and run in order.
+
+    (xdist's own `--dist loadgroup` cannot be told so with pytest 9.2: it renames items
+    through an attribute that pytest no longer reads.)
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class NotebooksWhole(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path.endswith(".ipynb") else nodeid
+
+    return NotebooksWhole(config, log)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     os.environ["VIBE_AGENT_MODE"] = "replay"
     # addopts names the sanitizer relative to the repository; nbval opens it relative to

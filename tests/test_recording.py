@@ -350,10 +350,13 @@ def test_a_recording_killed_at_any_moment_leaves_a_loadable_file(tmp_path):
                                    stdout=subprocess.PIPE, text=True,
                                    env=os.environ | {"PYTHONPATH": str(ROOT)})
         assert process.stdout.readline().strip() == "ready"
-        time.sleep(delay)
+        partial = target.with_name(target.name + ".partial")
+        waited = time.monotonic() + 30  # a loaded machine (parallel tests) may be slow to save
+        while not partial.exists() and time.monotonic() < waited:
+            time.sleep(0.01)
+        time.sleep(delay)  # then kill it somewhere in its stream of saves
         process.send_signal(signal.SIGKILL)
         process.wait()
-        partial = target.with_name(target.name + ".partial")
         assert Cassette.load(partial).interactions  # complete JSON, never a torn file
 
 
