@@ -217,7 +217,8 @@ def test_the_answer_accepts_what_sandbox_yes_lists(reply, written, tmp_path):
     "\u2028", "\u2029", "\ufeff", "\ud800"])  # line/paragraph separators, BOM, a lone surrogate
 @pytest.mark.parametrize("multiline", [False, True])
 def test_visible_escapes_every_hiding_character(char, multiline):
-    shown = visible(f"a{char}b", multiline=multiline)
+    text = f"a{char}b"
+    shown = visible(text, multiline=True) if multiline else visible(text)  # the old call too
     assert char not in shown and shown == "a" + char.encode("unicode_escape").decode() + "b"
 
 
@@ -272,3 +273,41 @@ def test_a_huge_single_line_is_counted_as_hidden_not_rendered(tmp_path):
     hidden = session.print_diff("@@ -1 +1 @@\n+" + "A" * 5_000_000)
     assert hidden == 1 and "还有 1 行没有显示" in out.getvalue()
     assert len(out.getvalue()) < 1000
+
+
+def test_a_write_just_before_ctrl_c_is_still_shown(tmp_path):
+    from vibe_agent.course.scripted import ScriptedModel, call, calls
+    from vibe_agent.registry import ToolRegistry
+
+    sessions: list[Session] = []
+
+    def save_then_stop(path: str) -> str:
+        """Write a file; Ctrl-C arrives right after, before the tool returns.
+
+        Args:
+            path: the file.
+        """
+        sessions[0].registry.call("write_file", {"path": path, "content": "new\n"})
+        raise KeyboardInterrupt
+
+    extra = ToolRegistry()
+    extra.register(save_then_stop, timeout=None)
+    session, out = recorded_session(tmp_path / "ws", approve="yolo", tools=extra)
+    session.client = ScriptedModel([calls(call("save_then_stop", {"path": "a.txt"}))]).client()
+    sessions.append(session)
+    session.turn("save")
+    screen = out.getvalue()
+    assert "+new" in screen and "已中断这一轮" in screen
+    assert screen.index("+new") < screen.index("已中断这一轮")
+
+
+def test_slash_diff_names_the_hidden_lines_and_all_shows_them(tmp_path):
+    from vibe_agent.terminal import COMMANDS
+
+    session, out = recorded_session(tmp_path)
+    (tmp_path / "long.py").write_text("".join(f"n_{i} = {i}\n" for i in range(100)), "utf-8")
+    COMMANDS["/diff"].run(session, "")
+    assert "+n_99 = 99" not in out.getvalue()
+    assert re.search(r"还有 \d+ 行没有显示（/diff all 显示全部）", out.getvalue())
+    COMMANDS["/diff"].run(session, "all")
+    assert "+n_99 = 99" in out.getvalue()

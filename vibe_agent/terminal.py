@@ -115,8 +115,8 @@ class Session:
     messages: list[dict[str, Any]] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
     undo: list[dict[str, str]] = field(default_factory=list)  # a snapshot before each turn
-    written: dict[str, str | None] = field(default_factory=dict)  # unasked writes: old text
     registry: ToolRegistry = field(init=False)
+    written: dict[str, str | None] = field(default_factory=dict, init=False)  # unasked: old text
     mid_line: bool = field(default=False, init=False)  # streamed text without its newline yet
 
     def __post_init__(self) -> None:
@@ -154,9 +154,9 @@ class Session:
                 self.written.setdefault(action.detail, self.text_of(action.detail))
             return True
         self.end_line()
-        hidden = ""  # the whole diff, when part of it did not fit on the screen
+        whole = ""  # the whole diff, when part of it did not fit on the screen
         if action.kind == "write":
-            hidden = self.show_write(action)
+            whole = self.show_write(action)
             question = f"允许写入 {visible(action.detail)} 吗？"
         else:
             self.console.print("[bold yellow]agent 想运行命令：[/]", end="")
@@ -164,9 +164,9 @@ class Session:
             question = "允许运行吗？"
         answer = self.ask or (lambda text: self.console.input(text, markup=False))
         try:
-            reply = answer(question + (f"[y/N，{SHOW_ALL} 显示全部] " if hidden else "[y/N] "))
-            if hidden and reply.strip().lower() == SHOW_ALL:
-                self.print_diff(hidden, rows=None)
+            reply = answer(question + (f"[y/N，{SHOW_ALL} 显示全部] " if whole else "[y/N] "))
+            if whole and reply.strip().lower() == SHOW_ALL:
+                self.print_diff(whole, rows=None)
                 reply = answer(question + "[y/N] ")
         except EOFError:  # (Ctrl-C is not caught: it stops the whole turn)
             self.console.print()
@@ -193,7 +193,7 @@ class Session:
         for path, before in self.written.items():
             now = self.text_of(path)
             diff = _diff_texts({} if before is None else {path: before},
-                               {} if now is None else {path: now})
+                               {} if now is None else {path: now}, context=1)
             hunks = "\n".join(diff.split("\n")[2:])  # the tool's line named the file
             self.print_diff(hunks, rows=COMPACT_DIFF_ROWS, more="（/diff 看全部）", indent=4)
         self.written.clear()
@@ -404,15 +404,16 @@ APPROVAL_NOTES = {
 }
 
 
-def _diff_texts(before: dict[str, str], after: dict[str, str]) -> str:
-    """A unified diff between two {path: text} maps (the same format as workspace_diff)."""
+def _diff_texts(before: dict[str, str], after: dict[str, str], context: int = 3) -> str:
+    """A unified diff between two {path: text} maps (the same format as workspace_diff),
+    with `context` unchanged lines around each change."""
     parts: list[str] = []
     for name in sorted(before.keys() | after.keys()):
         old, new = before.get(name, ""), after.get(name, "")
         if old != new:
             parts += difflib.unified_diff(old.splitlines(keepends=True),
                                           new.splitlines(keepends=True),
-                                          f"a/{name}", f"b/{name}")
+                                          f"a/{name}", f"b/{name}", n=context)
     return "".join(parts)
 
 
