@@ -188,21 +188,28 @@ def test_writes_that_were_not_asked_still_show_their_diff_after_the_fact(mode, t
     assert PAYLOAD in (folder / "bill.py").read_text("utf-8")
 
 
-@pytest.mark.parametrize(("reply", "written"), [
-    *((word, True) for word in YES), ("YES", True), (" 好 ", True),
-    ("nope", False), ("", False), ("yy", False), ("不", False), ("a", False)])
-def test_the_answer_accepts_what_sandbox_yes_lists(reply, written, tmp_path):
+# Yes and no take turns: three refusals in a row would trip the loop's tool-error brake.
+ANSWERS = [("y", True), ("nope", False), ("yes", True), ("", False), ("是", True),
+           ("yy", False), ("好", True), ("不", False), ("允许", True), ("a", False),
+           ("YES", True), (" 好 ", True)]
+
+
+def test_the_answer_accepts_what_sandbox_yes_lists_and_nothing_else(tmp_path):
+    assert set(YES) <= {reply for reply, accepted in ANSWERS if accepted}
     folder = project(tmp_path)
     child = spawn([str(folder), "--approve", "ask"], tmp_path, [
-        step(None, ("write_file", {"path": "a.txt", "content": "hello\n"})),
+        step(None, *(("write_file", {"path": f"{i}.txt", "content": f"{reply!r}\n"})
+                     for i, (reply, _) in enumerate(ANSWERS))),
         step("好了。")])
     child.expect_exact(PROMPT)
-    child.sendline("写 a.txt")
-    child.expect(r"允许写入 a\.txt 吗？\[y/N\] ")
-    child.sendline(reply)
+    child.sendline("写这些文件")
+    for i, (reply, _) in enumerate(ANSWERS):  # one question per write, answered in turn
+        child.expect(rf"允许写入 {i}\.txt 吗？\[y/N\] ")
+        child.sendline(reply)
     child.expect("好了")
     finish(child)
-    assert (folder / "a.txt").exists() is written
+    assert {reply: (folder / f"{i}.txt").exists() for i, (reply, _) in enumerate(ANSWERS)
+            } == dict(ANSWERS)
 
 
 # ---------------------------------------------------------------------------
