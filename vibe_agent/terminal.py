@@ -22,6 +22,9 @@ Approval modes, like Claude Code's permission modes:
     ask        every write (its diff shown) and every command is asked first
     auto-edit  writes inside the workspace go ahead, commands are asked
     yolo       nothing is asked: the sandbox is the only boundary
+A diff is shown whole (folded, never cropped; `diff_line`), and a write that was not
+asked still shows its diff once it is done. Text from a model, a tool, a file or a
+server reaches the screen through `visible`, which escapes control characters.
 
 Slash commands are a table (`COMMANDS`); `@command` adds one.
 """
