@@ -140,7 +140,7 @@ def test_the_answer_reaches_the_terminal_with_escapes_escaped(stream, tmp_path):
     # the next piece, and escaping character by character makes the split harmless.
     said = f"1234567{CLEAR}清屏 {OSC_10}变黑 \u202e反向 \x9b[31m 完。\n第二行\t制表符"
     child = spawn([str(project(tmp_path)), *([] if stream else ["--no-stream"])], tmp_path,
-                  [step(said)])
+                  [step(None, ("read_file", {"path": f"no{CLEAR}such{OSC_10}.py"})), step(said)])
     child.expect_exact(PROMPT)
     child.sendline("你好")
     child.expect("次模型调用")
@@ -149,6 +149,7 @@ def test_the_answer_reaches_the_terminal_with_escapes_escaped(stream, tmp_path):
     assert "\x1b" not in screen and "\x9b" not in screen and "\u202e" not in screen
     assert r"1234567\x1b[2J清屏 \x1b]10;#000000\x07变黑 \u202e反向 \x9b[31m 完。" in screen
     assert re.search("\r\n第二行 +制表符", screen)  # an answer keeps its lines and tabs
+    assert r"read_file no\x1b[2Jsuch\x1b]10;#000000\x07.py" in screen  # the tool's line
     assert r"\t" not in screen and r"\n" not in screen
 
 
