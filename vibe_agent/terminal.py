@@ -22,6 +22,9 @@ Approval modes, like Claude Code's permission modes:
     ask        every write (its diff shown) and every command is asked first
     auto-edit  writes inside the workspace go ahead, commands are asked
     yolo       nothing is asked: the sandbox is the only boundary
+A diff is shown whole (folded, never cropped; `diff_line`), and a write that was not
+asked still shows its diff once it is done. Text from a model, a tool, a file or a
+server reaches the screen through `visible`, which escapes control characters.
 
 Slash commands are a table (`COMMANDS`); `@command` adds one.
 """
@@ -31,6 +34,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
@@ -41,7 +45,8 @@ from typing import Any
 import openai
 from rich.console import Console
 from rich.markup import escape
-from rich.syntax import Syntax
+from rich.padding import Padding
+from rich.text import Text
 
 from .coding import TOOL_NAMES, Workspace, snapshot, workspace_diff
 from .compact import Compaction, Summarizer, compact, scripted_summarizer
@@ -49,22 +54,39 @@ from .loop import StopReason, run_agent
 from .memory import MemoryFile, coding_system_prompt, load_project_memory, session_banner
 from .plan import TodoList, render_todos
 from .registry import ToolRegistry
-from .sandbox import Action, Policy, why_not_isolated
+from .sandbox import YES, Action, Policy, why_not_isolated
 from .subagents import delegate_registry
 from .trace import Trace, TraceStep, shorten
 
 APPROVALS = ("ask", "auto-edit", "yolo")
-MAX_SHOWN_DIFF_LINES = 80
+MAX_SHOWN_DIFF_LINES = 80  # rows of a diff shown before an approval, at most
+MIN_SHOWN_DIFF_ROWS = 10  # ... at least, however small the terminal
+COMPACT_DIFF_ROWS = 12  # rows of a write's diff shown after the fact (auto-edit, yolo)
+SHOW_ALL = "a"  # the answer that shows the rest of a diff before answering y/n
 INTERRUPTED = "[interrupted by the user: this call was not finished]"
 
 
-def visible(text: str) -> str:
-    """`text` with every control character shown escaped (\\r, \\x1b ...), so that a
-    command cannot hide what it really does behind a carriage return or an ANSI
-    sequence. Newlines and tabs are escaped too: an approval shows one honest line."""
+def visible(text: str, *, multiline: bool = False) -> str:
+    """`text` with every character that could hide or change what a person sees shown
+    escaped (\\r, \\x1b, \\u202e ...): control characters (C0, DEL and the C1 codes
+    U+0080-U+009F), format characters such as the bidi overrides, line and paragraph
+    separators, and lone surrogates. So a command cannot hide what it really does behind
+    a carriage return, and a model, a file or a server cannot clear the screen or
+    recolour it with an ANSI sequence. Every text from a model, a tool, a file or a
+    server goes through here before it reaches the terminal.
+
+    Each character is escaped on its own, so text cut anywhere (streamed pieces) gives
+    the same screen as the whole text.
+
+    Args:
+        text: the text to show.
+        multiline: keep newlines and tabs (an answer, a diff, AGENTS.md). By default
+            they are escaped too: an approval shows one honest line.
+    """
+    kept = "\n\t" if multiline else ""
     out = []
     for char in text:
-        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
+        if char not in kept and unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs"):
             out.append(char.encode("unicode_escape").decode("ascii"))
         else:
             out.append(char)
@@ -97,6 +119,7 @@ class Session:
     trace: Trace = field(default_factory=Trace)
     undo: list[dict[str, str]] = field(default_factory=list)  # a snapshot before each turn
     registry: ToolRegistry = field(init=False)
+    written: dict[str, str | None] = field(default_factory=dict, init=False)  # unasked: old text
     mid_line: bool = field(default=False, init=False)  # streamed text without its newline yet
 
     def __post_init__(self) -> None:
@@ -130,54 +153,100 @@ class Session:
     def rule(self, action: Action) -> bool | str:
         """The approval rule the tools obey (see the module docstring)."""
         if self.approve == "yolo" or (self.approve == "auto-edit" and action.kind == "write"):
+            if action.kind == "write":  # its diff is shown once it is done (show_written)
+                self.written.setdefault(action.detail, self.text_of(action.detail))
             return True
         self.end_line()
+        whole = ""  # the whole diff, when part of it did not fit on the screen
         if action.kind == "write":
-            self.show_write(action)
-            question = f"允许写入 {visible(action.detail)} 吗？[y/N] "
+            whole = self.show_write(action)
+            question = f"允许写入 {visible(action.detail)} 吗？"
         else:
             self.console.print("[bold yellow]agent 想运行命令：[/]", end="")
             self.console.print(visible(action.detail), markup=False, highlight=False)
-            question = "允许运行吗？[y/N] "
+            question = "允许运行吗？"
+        answer = self.ask or (lambda text: self.console.input(text, markup=False))
         try:
-            reply = self.ask(question) if self.ask else self.console.input(question, markup=False)
+            reply = answer(question + (f"[y/N，{SHOW_ALL} 显示全部] " if whole else "[y/N] "))
+            if whole and reply.strip().lower() == SHOW_ALL:
+                self.print_diff(whole, rows=None)
+                reply = answer(question + "[y/N] ")
         except EOFError:  # (Ctrl-C is not caught: it stops the whole turn)
             self.console.print()
             return "the user did not answer (the input ended). Do not try this again."
-        if reply.strip().lower() in ("y", "yes", "是"):
+        if reply.strip().lower() in YES:
             return True
         return "the user said no. Try another way, or ask the user how they want it done."
 
-    def show_write(self, action: Action) -> None:
-        """The diff a write would make, coloured (new content when the action carries it)."""
+    def show_write(self, action: Action) -> str:
+        """The diff a write would make, coloured (new content when the action carries it);
+        returns the whole diff when part of it did not fit on the screen, else ""."""
         self.console.print(f"[bold yellow]agent 想写入[/] {escape(visible(action.detail))}")
         content = action.content
         if content is None:
-            return
-        before = {action.detail: (self.root / action.detail).read_text("utf-8", "replace")
-                  } if (self.root / action.detail).is_file() else {}
-        diff = _diff_texts(before, {action.detail: content})
-        self.print_diff(diff)
+            return ""
+        before = self.text_of(action.detail)
+        diff = _diff_texts({} if before is None else {action.detail: before},
+                           {action.detail: content})
+        return diff if self.print_diff(diff, more=f"（回答 {SHOW_ALL} 先显示全部）") else ""
 
-    def print_diff(self, diff: str) -> None:
-        lines = diff.splitlines()
-        if len(lines) > MAX_SHOWN_DIFF_LINES:
-            hidden = len(lines) - MAX_SHOWN_DIFF_LINES
-            lines = [*lines[:MAX_SHOWN_DIFF_LINES], f"… 还有 {hidden} 行"]
-        self.console.print(Syntax("\n".join(map(visible, lines)), "diff", theme="ansi_dark",
-                                  background_color="default"))
+    def show_written(self) -> None:
+        """The diffs of the writes nobody was asked about (auto-edit, yolo), compact and
+        after the fact: what the files are now against what they were."""
+        for path, before in self.written.items():
+            now = self.text_of(path)
+            diff = _diff_texts({} if before is None else {path: before},
+                               {} if now is None else {path: now}, context=1)
+            hunks = "\n".join(diff.split("\n")[2:])  # the tool's line named the file
+            self.print_diff(hunks, rows=COMPACT_DIFF_ROWS, more="（/diff 看全部）", indent=4)
+        self.written.clear()
+
+    def text_of(self, path: str) -> str | None:
+        """The text of a workspace file now (None: there is no such file)."""
+        target = self.root / path
+        return target.read_text("utf-8", "replace") if target.is_file() else None
+
+    def print_diff(self, diff: str, rows: int | None = 0, more: str = "",
+                   indent: int = 0) -> int:
+        """Print a unified diff with every line whole: folded at the terminal's width,
+        never cropped (`diff_line`). It takes at most `rows` rows of the screen (0: the
+        screen's share, None: no limit); the lines that did not fit are counted, not
+        shown, and the count is printed with `more`. Returns that count."""
+        lines = diff.removesuffix("\n").split("\n") if diff else []
+        budget = self.diff_rows() if rows == 0 else rows
+        width = max(self.console.width - indent, 10)
+        used = 0
+        for number, line in enumerate(lines):
+            if budget is not None and len(line) > 4 * width * (budget - used + 1):
+                text = None  # far too long to fit: not even rendered
+            else:
+                text = diff_line(line)
+                used += len(text.wrap(self.console, width))
+            if text is None or budget is not None and used > budget:
+                hidden = len(lines) - number
+                self.console.print(f"{' ' * indent}[yellow]… 还有 {hidden} 行没有显示"
+                                   f"{escape(more)}[/]")
+                return hidden
+            self.console.print(Padding.indent(text, indent))
+        return 0
+
+    def diff_rows(self) -> int:
+        """The screen's share for a diff: the rows left for it above the question."""
+        return max(MIN_SHOWN_DIFF_ROWS, min(MAX_SHOWN_DIFF_LINES, self.console.height - 8))
 
     # --- one turn -----------------------------------------------------------------
 
     def turn(self, line: str) -> None:
         """Send one prompt line and run the loop until the model answers (or a brake)."""
         self.undo.append(snapshot(self.root))
+        self.written.clear()
         printed: list[str] = []
 
         def on_text(piece: str) -> None:
             printed.append(piece)
             self.mid_line = not piece.endswith("\n")
-            self.console.print(piece, end="", markup=False, highlight=False, soft_wrap=True)
+            self.console.print(visible(piece, multiline=True), end="", markup=False,
+                               highlight=False, soft_wrap=True)
 
         started = time.perf_counter()
         try:
@@ -190,15 +259,17 @@ class Session:
             self.console.print()
             self.mid_line = False
             self.close_interrupted_turn()
+            self.show_written()  # a write done before Ctrl-C is still shown
             self.console.print("[yellow]⏹ 已中断这一轮；对话记录仍然有效，可以接着说。[/]")
             return
         finally:
             self.save()
         self.end_line()
         if not printed and result.answer:
-            self.console.print(result.answer, markup=False, highlight=False)
+            self.console.print(visible(result.answer, multiline=True), markup=False,
+                               highlight=False)
         if result.stop_reason is not StopReason.ANSWERED:
-            self.console.print(f"[yellow]⏹ {escape(result.message)}[/]")
+            self.console.print(f"[yellow]⏹ {escape(visible(result.message))}[/]")
         seconds = f"，{time.perf_counter() - started:.1f} 秒" if self.timings else ""
         self.console.print(f"[dim]（{result.model_calls} 次模型调用{seconds}）[/]")
 
@@ -228,7 +299,8 @@ class Session:
         """A tool step on one compact line: what it read, ran or changed."""
         if step.kind == "compact":
             self.end_line()
-            self.console.print(f"[dim]⇣ 压缩了历史：{escape(shorten(step.content or '', 90))}[/]")
+            summary = visible(shorten(step.content or "", 90))
+            self.console.print(f"[dim]⇣ 压缩了历史：{escape(summary)}[/]")
         if step.kind != "tool":
             return
         self.end_line()  # the model's streamed words end before the step's line
@@ -243,6 +315,7 @@ class Session:
         result = visible(shorten((step.result or "").strip().splitlines()[0]
                                  if (step.result or "").strip() else "", 70))
         self.console.print(f"  {mark} {what} [dim]{escape(result)}[/]")
+        self.show_written()
 
     def save(self) -> None:
         """Write the trajectory (lesson 07's viewer opens it: `Trace.from_json`)."""
@@ -257,8 +330,8 @@ class Session:
     def banner(self) -> None:
         isolated = why_not_isolated()
         self.console.rule("[bold]Vibe Agent · 终端里的 coding agent[/]")
-        self.console.print(f"模型：{escape(self.model)}  {escape(self.label)}")
-        self.console.print(f"工作区：{escape(str(self.root))}")
+        self.console.print(f"模型：{escape(visible(self.model))}  {escape(visible(self.label))}")
+        self.console.print(f"工作区：{escape(visible(str(self.root)))}")
         self.console.print(f"审批：{self.approve}（{APPROVAL_NOTES[self.approve]}）")
         if isolated is None:
             self.console.print("沙箱：bubblewrap（命令只看得见工作区，没有网络，拿不到你的 key）")
@@ -271,9 +344,10 @@ class Session:
         if self.trajectory:
             self.console.print(f"[dim]运行记录：{escape(str(self.trajectory))}[/]")
         notes = self.memory.text() if self.memory is not None else ""
-        self.console.print(session_banner(load_project_memory(self.root), notes), markup=False)
+        self.console.print(visible(session_banner(load_project_memory(self.root), notes),
+                                   multiline=True), markup=False)
         if self.suggested:
-            self.console.print(f"任务：{escape(self.suggested)}")
+            self.console.print(f"任务：{escape(visible(self.suggested, multiline=True))}")
             self.console.print("[dim]输入 /task 把这段任务描述发给 agent。[/]")
         self.console.print("[dim]/help 看命令；Ctrl-C 中断一轮；Ctrl-D 或 /exit 退出。[/]")
 
@@ -310,7 +384,7 @@ class Session:
         line = next(played, None)
         if line is None:
             raise EOFError
-        self.console.print(f"[bold cyan]› [/]{escape(line)}")
+        self.console.print(f"[bold cyan]› [/]{escape(visible(line))}")
         return line
 
     def handle(self, line: str) -> object:
@@ -333,16 +407,45 @@ APPROVAL_NOTES = {
 }
 
 
-def _diff_texts(before: dict[str, str], after: dict[str, str]) -> str:
-    """A unified diff between two {path: text} maps (the same format as workspace_diff)."""
+def _diff_texts(before: dict[str, str], after: dict[str, str], context: int = 3) -> str:
+    """A unified diff between two {path: text} maps (the same format as workspace_diff),
+    with `context` unchanged lines around each change."""
     parts: list[str] = []
     for name in sorted(before.keys() | after.keys()):
         old, new = before.get(name, ""), after.get(name, "")
         if old != new:
             parts += difflib.unified_diff(old.splitlines(keepends=True),
                                           new.splitlines(keepends=True),
-                                          f"a/{name}", f"b/{name}")
+                                          f"a/{name}", f"b/{name}", n=context)
     return "".join(parts)
+
+
+LONG_BLANKS = 16  # a run of blanks inside a line wider than this is shown as its count
+LONG_INDENT = 60  # ... at the start of a line (deep indentation is shown as it is)
+BLANKS = re.compile(r"[^\S\n]+")  # spaces, tabs, wide and other Unicode spaces
+DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("+", "green"), ("-", "red"), ("@@", "cyan"))
+
+
+def diff_line(line: str) -> Text:
+    """One line of a diff as a person is shown it: escaped (`visible`), coloured, and
+    folded at the terminal's width rather than cropped. A run of blanks that could push
+    the rest of the line out of sight, or that ends the line, is shown as its count
+    (x = 1「150 个空格」; os.system(...)), so nothing can hide behind it."""
+    line = visible(line, multiline=True)
+    style = next((style for start, style in DIFF_STYLES if line.startswith(start)), "")
+    text = Text(style=style, overflow="fold")
+    shown = 0
+    for run in BLANKS.finditer(line):
+        blanks = run.group()
+        limit = LONG_INDENT if run.start() <= 1 else 0 if run.end() == len(line) else LONG_BLANKS
+        if len(blanks.expandtabs(8)) > limit:
+            name = "空格" if blanks.strip(" ") == "" else "制表符" if blanks.strip("\t") == "" \
+                else "空白字符"
+            text.append(line[shown:run.start()])
+            text.append(f"「{len(blanks)} 个{name}」", style="reverse")
+            shown = run.end()
+    text.append(line[shown:])
+    return text
 
 
 # ---------------------------------------------------------------------------
@@ -395,13 +498,14 @@ def _task(session: Session, _: str) -> None:
         session.turn(session.suggested)
 
 
-@command("/diff", "这次会话到现在对工作区做的修改")
-def _diff(session: Session, _: str) -> None:
+@command("/diff", "这次会话到现在对工作区做的修改（/diff all：不管多长都显示全部）")
+def _diff(session: Session, argument: str) -> None:
     diff = workspace_diff(session.start, session.root)
     if not diff:
         session.console.print("工作区没有变化。")
     else:
-        session.print_diff(diff)
+        session.print_diff(diff, rows=None if argument == "all" else 0,
+                           more="（/diff all 显示全部）")
 
 
 @command("/undo", "撤销上一轮对工作区的修改（回到那一轮之前的快照）")
@@ -416,7 +520,8 @@ def _undo(session: Session, _: str) -> None:
 @command("/todo", "模型的计划（todo_write 写下的列表）")
 def _todo(session: Session, _: str) -> None:
     items = session.todos.items
-    session.console.print(render_todos(items) if items else "模型还没有写计划。", markup=False)
+    session.console.print(visible(render_todos(items), multiline=True) if items
+                          else "模型还没有写计划。", markup=False)
 
 
 @command("/compact", "现在就压缩历史：中间部分换成一段摘要（第 11 课）")
