@@ -21,8 +21,10 @@ from vibe_agent.loop import run_agent
     ({"max_tool_errors": -1}, "max_tool_errors and max_result_chars must be 0 \\(off\\) or more"),
     ({"max_result_chars": -5}, "max_tool_errors and max_result_chars must be 0 \\(off\\) or more"),
     ({"max_refusals": -1}, "max_refusals must be 0 or more"),
+    ({"max_calls_per_reply": -1}, "max_calls_per_reply=-1: use 0 \\(no limit\\) or more"),
 ], ids=["iters-0", "iters-negative", "repeats-1", "repeats-negative", "cycle-1",
-        "cycle-negative", "tool-errors-negative", "result-chars-negative", "refusals-negative"])
+        "cycle-negative", "tool-errors-negative", "result-chars-negative", "refusals-negative",
+        "calls-per-reply-negative"])
 def test_settings_that_are_harness_bugs_raise(settings, match):
     with pytest.raises(ValueError, match=match):
         Brakes(**settings)
@@ -32,8 +34,9 @@ def test_settings_that_are_harness_bugs_raise(settings, match):
     {},
     {"max_iters": 1},
     {"max_repeats": 0, "max_cycle": 0, "max_tool_errors": 0, "max_result_chars": 0,
-     "max_refusals": 0},
-    {"max_repeats": 2, "max_cycle": 2, "max_tool_errors": 1, "max_result_chars": 1},
+     "max_refusals": 0, "max_calls_per_reply": 0},
+    {"max_repeats": 2, "max_cycle": 2, "max_tool_errors": 1, "max_result_chars": 1,
+     "max_calls_per_reply": 1},
 ], ids=["defaults", "one-round", "every-brake-that-can-be-off-off", "smallest-limits"])
 def test_settings_that_make_sense_are_kept_as_given(settings):
     brakes = Brakes(**settings)

@@ -10,6 +10,7 @@ own; a limit of 0 switches the repeat, cycle and tool-error brakes off, while
     is_repeat(previous_calls, ...)      the same call `max_repeats` times in a row
     find_cycle(previous_calls, ...)     A, B, A, B: 2 to `max_cycle` calls, twice round
     ToolErrorBrake(limit).record(ok)    `max_tool_errors` failing results in a row
+    too_many_calls(number, ...)         a reply's call past `max_calls_per_reply`
     capped(text, limit)                 one tool result cut to `max_result_chars`
 
 `is_repeat` and `ToolErrorBrake` have the names lesson 05's exercises give them.
@@ -26,6 +27,10 @@ from .stops import Stop, StopReason
 from .trace import TraceStep, shorten
 
 MAX_RESULT_CHARS = 20_000  # the most one tool result may put into the history
+# The most tool calls one reply may ask for: far above what a model working on a task
+# asks at once (the lessons' models ask for at most 4), low enough that a runaway reply
+# (1,000 calls) runs no more than this many before the run stops.
+MAX_CALLS_PER_REPLY = 32
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,7 @@ class Brakes:
     max_tool_errors: int = 3  # stop after this many failing tool results in a row (0: off)
     max_result_chars: int = MAX_RESULT_CHARS  # most characters of one tool result (0: no cap)
     max_refusals: int = 3  # finish-check refusals sent back; one more ends it (0: judged once)
+    max_calls_per_reply: int = MAX_CALLS_PER_REPLY  # calls past it are not run (0: no limit)
 
     def __post_init__(self) -> None:
         if self.max_iters < 1:
@@ -58,6 +64,9 @@ class Brakes:
             raise ValueError("max_tool_errors and max_result_chars must be 0 (off) or more")
         if self.max_refusals < 0:
             raise ValueError("max_refusals must be 0 or more")
+        if self.max_calls_per_reply < 0:
+            raise ValueError(f"max_calls_per_reply={self.max_calls_per_reply}: use 0 (no "
+                             "limit) or more")
 
 
 def call_key(name: str, arguments: str) -> str:
@@ -158,6 +167,23 @@ def spinning(previous_calls: list[tuple[str, str]], step: TraceStep,
     if stop:
         step.outcome = "refused"
     return stop
+
+
+def too_many_calls(number: int, asked: int, step: TraceStep, brakes: Brakes) -> Stop | None:
+    """The calls-per-reply brake for the `number`-th call (its step) of a reply of `asked`.
+
+    The first call past `max_calls_per_reply` is refused (its step's outcome becomes
+    "refused", its result the error text the model reads) and the Stop is returned;
+    the loop answers the reply's later calls "not run". None: within the limit.
+    """
+    limit = brakes.max_calls_per_reply
+    if not limit or number <= limit:
+        return None
+    step.outcome = "refused"
+    step.result = (f"Error: not run: this reply asks for {asked} tool calls, more than the "
+                   f"{limit} one reply may ask for (max_calls_per_reply).")
+    return Stop(StopReason.TOO_MANY_CALLS, f"一次回复里要了 {asked} 个工具调用，超过了上限 "
+                f"{limit}（max_calls_per_reply）：只运行了前 {limit} 个，已停止。")
 
 
 def capped(text: str, limit: int) -> str:
