@@ -1,13 +1,17 @@
-"""The brake settings (`Brakes`): each setting that is a harness bug raises, the rest pass."""
+"""The brake settings (`Brakes`): each setting that is a harness bug raises, the rest pass;
+the cap of one tool result (`capped`), its note included."""
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from vibe_agent.brakes import Brakes
+from vibe_agent.brakes import Brakes, capped
 from vibe_agent.loop import run_agent
 
 
@@ -53,3 +57,32 @@ def test_run_agents_keywords_have_the_same_defaults():
     parameters = inspect.signature(run_agent).parameters
     for field in dataclasses.fields(Brakes):
         assert parameters[field.name].default == field.default, field.name
+
+
+NOTE = re.compile(r"\n\n\[truncated by the agent loop: showing the first (\d+) of (\d+) "
+                  r"characters, (\d+) cut\]\Z")
+
+
+@given(st.integers(0, 2_000_000), st.integers(0, 5_000))
+def test_a_capped_result_is_never_longer_than_the_cap_note_included(total, limit):
+    """Lesson 13: max_result_chars is the most characters one tool result puts into the
+    history; the note of what was cut counts too (it used to come on top)."""
+    text = "x" * total
+    got = capped(text, limit)
+    if not limit or total <= limit:
+        assert got == text
+        return
+    assert len(got) <= limit
+    note = NOTE.search(got)
+    if note is None:  # a cap too small for the note: the first characters only
+        assert got == text[:limit] and limit < 100
+        return
+    kept, whole, cut = map(int, note.groups())
+    assert (whole, kept + cut) == (total, total) and got[:note.start()] == text[:kept]
+    assert limit - len(got) <= 2  # the note's numbers may be a digit or two shorter
+
+
+def test_the_cap_of_lesson_13():
+    got = capped("a" * 14_869, 400)
+    assert len(got) == 400 and got.endswith("showing the first 315 of 14869 characters, "
+                                            "14554 cut]")

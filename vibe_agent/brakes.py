@@ -11,7 +11,8 @@ own; a limit of 0 switches the repeat, cycle and tool-error brakes off, while
     find_cycle(previous_calls, ...)     A, B, A, B: 2 to `max_cycle` calls, twice round
     ToolErrorBrake(limit).record(ok)    `max_tool_errors` failing results in a row
     too_many_calls(number, ...)         a reply's call past `max_calls_per_reply`
-    capped(text, limit)                 one tool result cut to `max_result_chars`
+    capped(text, limit)                 one tool result cut to `max_result_chars`, its
+                                        note of what was cut included
 
 `is_repeat` and `ToolErrorBrake` have the names lesson 05's exercises give them.
 `spinning` is where the loop asks the repeat and cycle brakes about one call: a
@@ -187,8 +188,17 @@ def too_many_calls(number: int, asked: int, step: TraceStep, brakes: Brakes) -> 
 
 
 def capped(text: str, limit: int) -> str:
-    """At most `limit` characters of a tool result, with a note of what was cut (0: no cap)."""
+    """At most `limit` characters of a tool result, the note of what was cut included
+    (0: no cap). A limit too small for the note keeps the first `limit` characters only."""
     if not limit or len(text) <= limit:
         return text
-    return (f"{text[:limit]}\n\n[truncated by the agent loop: showing the first {limit} of "
-            f"{len(text)} characters, {len(text) - limit} cut]")
+    widest = _cut_note(limit, len(text), len(text))  # no shorter than the note used below
+    kept = limit - len(widest)
+    if kept <= 0:
+        return text[:limit]
+    return text[:kept] + _cut_note(kept, len(text), len(text) - kept)
+
+
+def _cut_note(kept: int, total: int, cut: int) -> str:
+    return (f"\n\n[truncated by the agent loop: showing the first {kept} of {total} "
+            f"characters, {cut} cut]")
