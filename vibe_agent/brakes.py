@@ -1,10 +1,11 @@
 """The brakes of lesson 05: what stops an agent that spins instead of finishing.
 
 A model that cannot finish rarely raises an error: it calls the same tool again,
-goes round between two or three calls, or keeps getting tool errors. Each brake
-has a limit in `Brakes`, one validated settings object, and a `StopReason` of its
-own; a limit of 0 switches the repeat, cycle and tool-error brakes off, while
-`max_iters` (the round limit, counted by the loop itself) can never be switched off.
+goes round between two or three calls, or keeps getting tool errors; a runaway reply
+asks for a thousand calls at once. Each brake has a limit in `Brakes`, one validated
+settings object, and a `StopReason` of its own; a limit of 0 switches the repeat,
+cycle, tool-error and calls-per-reply brakes off, while `max_iters` (the round
+limit, counted by the loop itself) can never be switched off.
 
     call_key(name, arguments)           a call's identity: name + canonical JSON
     is_repeat(previous_calls, ...)      the same call `max_repeats` times in a row
