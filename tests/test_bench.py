@@ -13,15 +13,17 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from vibe_agent.coding import Workspace
-from vibe_agent.course import bench, cli
+from vibe_agent.coding import Workspace, remove_tree
+from vibe_agent.course import bench, cli, judge
 from vibe_agent.course.bench import TaskRecord, known_fix_factory, run_suite
 from vibe_agent.course.cassette import Cassette, ReplayMiss
 from vibe_agent.course.known_fix import known_fix_model
@@ -366,6 +368,86 @@ def test_a_hanging_test_fails_alone_under_the_judges_time_limit(tmp_path: Path) 
     assert record.tests_timed_out is False and record.seconds < 30
     assert "Timeout" in record.tests_output
     assert record.tests_cell() == "0/1 修好，4/4 未破坏"
+
+
+# --- a hostile workspace: deep trees, too many files ---------------------------------
+
+DEPTH = 1100  # deeper than Python's recursion limit: os.walk and shutil.rmtree raise
+MAKE_DEEP_TREE = f"""\
+import os
+
+folder = os.open(".", os.O_RDONLY)
+for _ in range({DEPTH}):  # by handle: the path itself would grow too long
+    os.mkdir("d", dir_fd=folder)
+    folder = os.open("d", os.O_RDONLY, dir_fd=folder)
+"""
+
+
+@pytest.fixture
+def temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The temporary folder the bench and the judge make their folders in, to look into.
+    Emptied afterwards, also when a test failed (pytest's clean-up would hit RecursionError)."""
+    folder = tmp_path / "temp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    yield folder
+    for left in folder.iterdir():
+        if left.is_dir() and not left.is_symlink():
+            remove_tree(left)
+        else:
+            left.unlink()
+
+
+def left_behind(temp: Path) -> list[str]:
+    return sorted(p.name for p in temp.iterdir() if p.name.startswith(("vibe-bench-",
+                                                                           "vibe-judge-")))
+
+
+def test_the_judge_refuses_a_workspace_1100_folders_deep(temp_dir: Path) -> None:
+    task = BY_NAME["weather_fahrenheit"]
+    workspace = copy_repo(task, temp_dir / "workspace")
+    (workspace / "mk.py").write_text(MAKE_DEEP_TREE, encoding="utf-8")
+    subprocess.run([sys.executable, "mk.py"], cwd=workspace, check=True)
+    with pytest.raises(judge.WorkspaceUnjudgeable, match=f"套了超过 {judge.MAX_DEPTH} 层"):
+        judge.judge(task, workspace)
+    assert left_behind(temp_dir) == []
+
+
+def test_a_workspace_with_too_many_entries_is_not_judged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    task = BY_NAME["weather_fahrenheit"]
+    workspace = copy_repo(task, tmp_path / "workspace")
+    monkeypatch.setattr(judge, "MAX_ENTRIES", len(judge._files(workspace)) + 5)
+    for n in range(10):
+        (workspace / f"junk{n}.txt").write_text("x", encoding="utf-8")
+    with pytest.raises(judge.WorkspaceUnjudgeable, match="个文件和文件夹"):
+        judge.agent_changes(task, workspace)
+
+
+def test_an_agent_that_makes_a_deep_tree_fails_its_run_and_leaves_nothing(
+        temp_dir: Path) -> None:
+    """The agent's own command makes 1,100 nested folders: the record says why the run
+    failed (the agent's doing, "task"), not a harness error, and no folder stays behind."""
+    task = BY_NAME["weather_fahrenheit"]
+    replies = [calls(call("write_file", {"path": "mk.py", "content": MAKE_DEEP_TREE})),
+               calls(call("run_command", {"command": "python mk.py"})), answer("修好了。")]
+    [record] = run_suite([task], scripted_factory(*replies))
+    assert record.passed is False and record.error_source == "task"
+    assert f"套了超过 {judge.MAX_DEPTH} 层" in record.error and "agent" in record.error
+    assert record.stop_reason == "answered" and record.model_calls == 3
+    assert "+++ b/mk.py" in record.diff and record.tests_cell() == "-"
+    assert f"无法判定（{task.name}）：agent 留下的工作区" in bench.format_table([record], 1.0)
+    assert left_behind(temp_dir) == []
+
+
+def test_source_that_makes_a_deep_tree_while_judged_leaves_nothing(temp_dir: Path) -> None:
+    """The agent's source change runs in the judge's own copy (at import, under pytest)."""
+    task = BY_NAME["weather_fahrenheit"]
+    deep_on_import = call("write_file", {"path": "weather.py", "content": MAKE_DEEP_TREE})
+    [record] = run_suite([task], scripted_factory(calls(deep_on_import), answer("修好了。")))
+    assert record.error is None and record.passed is False
+    assert record.tests_exit_code not in (0, None)  # judged: the module has lost its functions
+    assert left_behind(temp_dir) == []
 
 
 def test_an_experiment_sets_prompt_tools_model_and_request_options() -> None:

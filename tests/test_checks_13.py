@@ -268,6 +268,62 @@ def hard_coded_delegate(client, model, tools):
     return delegate
 
 
+def hard_coded_model(client, model, tools):
+    def delegate(task: str) -> str:
+        """Hand a sub-task to a helper.
+
+        Args:
+            task: what to do.
+        """
+        result = run_agent(client, task, without_delegate(tools), model="gpt-4o-mini")
+        if not result.ok:
+            return f"Error: the helper stopped ({result.stop_reason.value}): {result.message}"
+        return result.answer or ""
+
+    return delegate
+
+
+def error_without_the_reason(client, model, tools):
+    def delegate(task: str) -> str:
+        """Hand a sub-task to a helper.
+
+        Args:
+            task: what to do.
+        """
+        result = run_agent(client, task, without_delegate(tools), model=model)
+        return (result.answer or "") if result.ok else "Error: the helper failed."
+
+    return delegate
+
+
+NOTEBOOK_TOOLS = ToolRegistry()  # a registry of the notebook's, not the one handed in
+
+
+@NOTEBOOK_TOOLS.tool
+def read_file(path: str) -> str:
+    """Read a file.
+
+    Args:
+        path: which file.
+    """
+    return "x = 1"
+
+
+def global_tools(client, model, tools):
+    def delegate(task: str) -> str:
+        """Hand a sub-task to a helper.
+
+        Args:
+            task: what to do.
+        """
+        result = run_agent(client, task, NOTEBOOK_TOOLS, model=model)
+        if not result.ok:
+            return f"Error: the helper stopped ({result.stop_reason.value}): {result.message}"
+        return result.answer or ""
+
+    return delegate
+
+
 def borrowed_delegate(client, model, tools):
     from vibe_agent.subagents import delegate_registry
 
@@ -290,6 +346,10 @@ def test_the_right_delegate_passes(capsys):
     pytest.param(answer_even_when_stopped, "result.ok 为 False", id="brake-stop-returns-none"),
     pytest.param(no_docstring, "docstring", id="not-registrable"),
     pytest.param(hard_coded_delegate, "result.answer", id="hard-coded"),
+    pytest.param(hard_coded_model, "不要写死一个模型名", id="hard-coded-model-name"),
+    pytest.param(error_without_the_reason, "result.stop_reason.value",
+                 id="error-without-the-stop-reason"),
+    pytest.param(global_tools, "期望只有 ['lookup']", id="the-notebooks-tools-not-the-given-ones"),
     pytest.param(borrowed_delegate, "不要调用包里的 delegate_registry", id="calls-the-package"),
     pytest.param(unsolved, "还没完成", id="unsolved"),
 ])

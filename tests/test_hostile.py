@@ -348,7 +348,7 @@ def test_a_ten_megabyte_result_is_cut_in_the_history_and_whole_in_the_trace():
     provider = HostileProvider(then_answer(asks(tool_call("huge"))))
     result = run_agent(provider.client(), "big?", make_registry(), model=MODEL)
     sent = provider.requests[1]["messages"][-1]["content"]
-    assert len(sent) < 20_200 and "10000000 characters, 9980000 cut" in sent
+    assert len(sent) <= 20_000 and sent.endswith("10000000 characters, 9980093 cut]")
     assert len(next(s for s in result.trace if s.kind == "tool").result) == 10_000_000
 
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from vibe_agent.brakes import MAX_CALLS_PER_REPLY
 from vibe_agent.course.reference import reference_model
 from vibe_agent.course.scripted import (
     ScriptedModel,
@@ -493,6 +494,43 @@ def test_after_a_brake_trips_no_later_call_of_the_reply_runs(first, second, opti
     assert not_run == [f"Error: not run, the loop stopped ({reason.value})."] * 2
 
 
+@pytest.mark.parametrize("workers", [1, 8], ids=["one-by-one", "eight-workers"])
+def test_a_reply_asking_for_1000_calls_runs_only_the_first_ones(workers):
+    """The calls-per-reply brake: the calls past the limit are answered, not run, the
+    history stays valid (every id answered) and the trace names the brake."""
+    ran: list[str] = []
+    thousand = calls(*(call("work", {"n": i}) for i in range(1000)))
+    model = ScriptedModel([thousand, answer("never asked")])
+    result = run_agent(model.client(), "work", counting_registry(ran), model=MODEL,
+                       tool_workers=workers)
+    limit = MAX_CALLS_PER_REPLY
+    assert result.stop_reason is StopReason.TOO_MANY_CALLS and len(model.requests) == 1
+    assert sorted(ran) == sorted(f"work {i}" for i in range(limit))
+    steps = [s for s in result.trace if s.kind == "tool"]
+    assert [s.outcome for s in steps] == ["ok"] * limit + ["refused"] + ["not_run"] * (
+        999 - limit)
+    answered = [m for m in result.messages if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in answered] == [c["id"] for c in
+                                                     result.messages[2]["tool_calls"]]
+    assert answered[limit]["content"] == (
+        f"Error: not run: this reply asks for 1000 tool calls, more than the {limit} one "
+        "reply may ask for (max_calls_per_reply).")
+    assert answered[-1]["content"] == "Error: not run, the loop stopped (too_many_calls)."
+    assert "max_calls_per_reply" in result.message and "1000" in result.message
+    assert result.trace[-1].stop_reason is StopReason.TOO_MANY_CALLS
+
+
+@pytest.mark.parametrize(("limit", "asked", "reason", "ran"), [
+    (3, 3, StopReason.ANSWERED, 3), (3, 4, StopReason.TOO_MANY_CALLS, 3),
+    (0, 40, StopReason.ANSWERED, 40)], ids=["at-the-limit", "one-over", "off"])
+def test_calls_per_reply_limit(limit, asked, reason, ran):
+    runs: list[str] = []
+    model = ScriptedModel([calls(*(call("work", {"n": i}) for i in range(asked))), answer("ok")])
+    result = run_agent(model.client(), "work", counting_registry(runs), model=MODEL,
+                       max_calls_per_reply=limit)
+    assert result.stop_reason is reason and len(runs) == ran
+
+
 def test_a_write_after_a_brake_never_reaches_the_workspace(tmp_path):
     from vibe_agent.coding import coding_registry
 
@@ -588,7 +626,10 @@ def test_a_long_tool_result_is_cut_in_the_history_only(max_result_chars, sent):
     result = run_agent(model.client(), "long?", registry, model=MODEL,
                        max_result_chars=max_result_chars)
     content = model.requests[1]["messages"][-1]["content"]
-    assert content.startswith("y" * sent) and not content.startswith("y" * (sent + 1))
+    assert len(content) <= sent  # the note of what was cut included
+    kept = len(content) - len(content.lstrip("y"))
     if max_result_chars:
-        assert f"showing the first {sent} of 30000 characters, {30_000 - sent} cut" in content
+        assert content.endswith(f"showing the first {kept} of 30000 characters, "
+                                f"{30_000 - kept} cut]")
+        assert sent - kept < 100  # the note takes what is left
     assert len(result.trace[1].result) == 30_000

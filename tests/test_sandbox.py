@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from vibe_agent import sandbox
+from vibe_agent.coding import remove_tree
 from vibe_agent.sandbox import (
     DEFAULT_POLICY,
     SANDBOX_ENV,
@@ -430,6 +431,37 @@ def test_files_change_hands_and_come_back(bwrap_only, workspace):
     owner = workspace.stat().st_uid
     everything = [workspace, *workspace.rglob("*")]
     assert {path.lstat().st_uid for path in everything} == {owner}  # the host's again
+
+
+MAKE_DEEP_TREE = """\
+import os
+
+folder = os.open(".", os.O_RDONLY)
+for _ in range(1100):  # deeper than Python's recursion limit
+    os.mkdir("d", dir_fd=folder)
+    folder = os.open("d", os.O_RDONLY, dir_fd=folder)
+os.close(os.open("bottom.txt", os.O_WRONLY | os.O_CREAT, dir_fd=folder))
+"""
+
+
+@needs_root
+def test_a_tree_1100_folders_deep_comes_back_too(bwrap_only, workspace):
+    """os.fwalk recurses: handing back a tree this deep raised RecursionError."""
+    (workspace / "mk.py").write_text(MAKE_DEEP_TREE)
+    try:
+        result = run("python mk.py && echo made", workspace, timeout=60)
+        assert result.exit_code == 0 and result.output == "made\n"
+        owners, folder = [], os.open(workspace, os.O_RDONLY)
+        for _ in range(1100):
+            owners.append(os.stat("d", dir_fd=folder).st_uid)
+            folder, parent = os.open("d", os.O_RDONLY, dir_fd=folder), folder
+            os.close(parent)
+        owners.append(os.stat("bottom.txt", dir_fd=folder).st_uid)
+        os.close(folder)
+        assert set(owners) == {workspace.stat().st_uid}  # the host's again, to the bottom
+    finally:
+        if (workspace / "d").exists():  # pytest's own clean-up would hit RecursionError
+            remove_tree(workspace / "d")
 
 
 @needs_root

@@ -139,6 +139,43 @@ def test_children_share_one_budget():
     assert result.stop_reason is StopReason.ANSWERED
 
 
+LEVELS = ["父任务", "子任务", "孙任务", "曾孙任务"]  # each level's task, as its first user message
+
+
+def generations(depth: int):
+    """Parent, child, grandchild ...: each delegates once, then answers; the deepest one
+    works on and on.
+    Every reply reports 500 tokens of usage; `spent` counts the sub-agents' (levels 1+)."""
+    spent: list[int] = []
+
+    def respond(body):
+        level = LEVELS.index(body["messages"][1]["content"])
+        done, usage = rounds(body), usage_of(400, 100)
+        spent.extend([usage["total_tokens"]] if level else [])
+        if level == depth:
+            return calls(call("calculator", {"expression": f"{done} + 1"}), usage=usage)
+        if done == 0:
+            return calls(call("delegate", {"task": LEVELS[level + 1]}), usage=usage)
+        return answer("完", usage)
+
+    return ScriptedModel(respond, name="generations"), spent
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_one_budget_for_every_depth(depth):
+    """A grandchild spends from the same budget as the children (lesson 13: 所有子 agent
+    一个共同的预算); past it, every level stops before its next request."""
+    model, spent = generations(depth)
+    registry = delegate_registry(model.client(), model=MODEL, tools=make_registry(),
+                                 depth=depth, budget_tokens=1200, max_iters=30)
+    result = run_agent(model.client(), "父任务", registry, model=MODEL, max_iters=4,
+                       max_repeats=0, max_cycle=0)
+    assert sum(spent) == 1500  # the call that crossed 1,200 is the last one: 3 of 500
+    step = next(s for s in result.trace if s.tool == "delegate")
+    assert "stopped" in step.result and "budget of 1200 is used up" in step.result
+    assert result.stop_reason is StopReason.ANSWERED
+
+
 @pytest.mark.parametrize("depth", [0, -1])
 def test_depth_below_one_is_a_harness_error(depth):
     with pytest.raises(ValueError):

@@ -1,16 +1,19 @@
 """The brakes of lesson 05: what stops an agent that spins instead of finishing.
 
 A model that cannot finish rarely raises an error: it calls the same tool again,
-goes round between two or three calls, or keeps getting tool errors. Each brake
-has a limit in `Brakes`, one validated settings object, and a `StopReason` of its
-own; a limit of 0 switches the repeat, cycle and tool-error brakes off, while
-`max_iters` (the round limit, counted by the loop itself) can never be switched off.
+goes round between two or three calls, or keeps getting tool errors; a runaway reply
+asks for a thousand calls at once. Each brake has a limit in `Brakes`, one validated
+settings object, and a `StopReason` of its own; a limit of 0 switches the repeat,
+cycle, tool-error and calls-per-reply brakes off, while `max_iters` (the round
+limit, counted by the loop itself) can never be switched off.
 
     call_key(name, arguments)           a call's identity: name + canonical JSON
     is_repeat(previous_calls, ...)      the same call `max_repeats` times in a row
     find_cycle(previous_calls, ...)     A, B, A, B: 2 to `max_cycle` calls, twice round
     ToolErrorBrake(limit).record(ok)    `max_tool_errors` failing results in a row
-    capped(text, limit)                 one tool result cut to `max_result_chars`
+    too_many_calls(number, ...)         a reply's call past `max_calls_per_reply`
+    capped(text, limit)                 one tool result cut to `max_result_chars`, its
+                                        note of what was cut included
 
 `is_repeat` and `ToolErrorBrake` have the names lesson 05's exercises give them.
 `spinning` is where the loop asks the repeat and cycle brakes about one call: a
@@ -26,6 +29,10 @@ from .stops import Stop, StopReason
 from .trace import TraceStep, shorten
 
 MAX_RESULT_CHARS = 20_000  # the most one tool result may put into the history
+# The most tool calls one reply may ask for: far above what a model working on a task
+# asks at once (the lessons' models ask for at most 4), low enough that a runaway reply
+# (1,000 calls) runs no more than this many before the run stops.
+MAX_CALLS_PER_REPLY = 32
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,7 @@ class Brakes:
     max_tool_errors: int = 3  # stop after this many failing tool results in a row (0: off)
     max_result_chars: int = MAX_RESULT_CHARS  # most characters of one tool result (0: no cap)
     max_refusals: int = 3  # finish-check refusals sent back; one more ends it (0: judged once)
+    max_calls_per_reply: int = MAX_CALLS_PER_REPLY  # calls past it are not run (0: no limit)
 
     def __post_init__(self) -> None:
         if self.max_iters < 1:
@@ -58,6 +66,9 @@ class Brakes:
             raise ValueError("max_tool_errors and max_result_chars must be 0 (off) or more")
         if self.max_refusals < 0:
             raise ValueError("max_refusals must be 0 or more")
+        if self.max_calls_per_reply < 0:
+            raise ValueError(f"max_calls_per_reply={self.max_calls_per_reply}: use 0 (no "
+                             "limit) or more")
 
 
 def call_key(name: str, arguments: str) -> str:
@@ -160,9 +171,35 @@ def spinning(previous_calls: list[tuple[str, str]], step: TraceStep,
     return stop
 
 
+def too_many_calls(number: int, asked: int, step: TraceStep, brakes: Brakes) -> Stop | None:
+    """The calls-per-reply brake for the `number`-th call (its step) of a reply of `asked`.
+
+    The first call past `max_calls_per_reply` is refused (its step's outcome becomes
+    "refused", its result the error text the model reads) and the Stop is returned;
+    the loop answers the reply's later calls "not run". None: within the limit.
+    """
+    limit = brakes.max_calls_per_reply
+    if not limit or number <= limit:
+        return None
+    step.outcome = "refused"
+    step.result = (f"Error: not run: this reply asks for {asked} tool calls, more than the "
+                   f"{limit} one reply may ask for (max_calls_per_reply).")
+    return Stop(StopReason.TOO_MANY_CALLS, f"一次回复里要了 {asked} 个工具调用，超过了上限 "
+                f"{limit}（max_calls_per_reply）：只运行了前 {limit} 个，已停止。")
+
+
 def capped(text: str, limit: int) -> str:
-    """At most `limit` characters of a tool result, with a note of what was cut (0: no cap)."""
+    """At most `limit` characters of a tool result, the note of what was cut included
+    (0: no cap). A limit too small for the note keeps the first `limit` characters only."""
     if not limit or len(text) <= limit:
         return text
-    return (f"{text[:limit]}\n\n[truncated by the agent loop: showing the first {limit} of "
-            f"{len(text)} characters, {len(text) - limit} cut]")
+    widest = _cut_note(limit, len(text), len(text))  # no shorter than the note used below
+    kept = limit - len(widest)
+    if kept <= 0:
+        return text[:limit]
+    return text[:kept] + _cut_note(kept, len(text), len(text) - kept)
+
+
+def _cut_note(kept: int, total: int, cut: int) -> str:
+    return (f"\n\n[truncated by the agent loop: showing the first {kept} of {total} "
+            f"characters, {cut} cut]")

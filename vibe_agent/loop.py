@@ -47,7 +47,15 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from .brakes import MAX_RESULT_CHARS, Brakes, ToolErrorBrake, capped, spinning
+from .brakes import (
+    MAX_CALLS_PER_REPLY,
+    MAX_RESULT_CHARS,
+    Brakes,
+    ToolErrorBrake,
+    capped,
+    spinning,
+    too_many_calls,
+)
 from .registry import ToolRegistry
 from .reply import ask_model, assistant_message, clean_text, function_calls
 from .stops import Stop, StopReason
@@ -113,6 +121,7 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
               messages: list[dict[str, Any]] | None = None, tool_workers: int = 1,
               compaction: Compaction | None = None,
               finish_check: Callable[[str], str | None] | None = None, max_refusals: int = 3,
+              max_calls_per_reply: int = MAX_CALLS_PER_REPLY,
               **request_options: Any) -> AgentResult:
     """Run the agent loop on one question (the sketch at the top of the file).
 
@@ -121,9 +130,10 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
         question: the user's question.
         registry: the tools the model may call.
         model: the model name sent with every request.
-        max_iters, max_repeats, max_cycle, max_tool_errors, max_result_chars, max_refusals:
-            the brakes' limits, explained and checked by `vibe_agent.brakes.Brakes`
-            (a setting that makes no sense raises ValueError before any request).
+        max_iters, max_repeats, max_cycle, max_tool_errors, max_result_chars, max_refusals,
+        max_calls_per_reply: the brakes' limits, explained and checked by
+            `vibe_agent.brakes.Brakes` (a setting that makes no sense raises ValueError
+            before any request).
         system_prompt: the behaviour rules sent as the first message.
         temperature: sampling temperature; 0 makes runs reproducible (None: not sent).
         trace: a fresh Trace to fill (yours survives an exception that escapes).
@@ -147,7 +157,7 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
         request_options: more fields for `chat.completions.create` (e.g. max_tokens).
     """
     brakes = Brakes(max_iters, max_repeats, max_cycle, max_tool_errors, max_result_chars,
-                    max_refusals)
+                    max_refusals, max_calls_per_reply)
     if tool_workers < 1:
         raise ValueError(f"tool_workers={tool_workers}: at least 1 (1 runs calls one by one)")
     messages = [] if messages is None else messages
@@ -205,14 +215,17 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
             steps = [TraceStep(round=round_no, kind="tool", outcome="ok", tool_call_id=call.id,
                                tool=call.function.name, arguments=call.function.arguments)
                      for call in function_calls(reply)]
+            number = 0  # of the call in this reply, for the calls-per-reply brake
             for batch in [[step] for step in steps] if tool_workers == 1 else [steps]:
                 todo: list[TraceStep] = []
                 for step in batch:  # the spinning brakes look at earlier calls only
+                    number += 1
                     if stop:  # a brake tripped earlier in this reply: answered, not run
                         step.outcome = "not_run"
                         step.result = f"Error: not run, the loop stopped ({stop.reason.value})."
-                    else:
-                        stop = spinning(previous_calls, step, brakes)  # refused: not run
+                    else:  # refused: not run
+                        stop = (too_many_calls(number, len(steps), step, brakes)
+                                or spinning(previous_calls, step, brakes))
                         todo += [] if stop else [step]
                 for step, ok in zip(todo, run_tools(registry, todo, tool_workers), strict=True):
                     if errors.record(ok) and not stop:

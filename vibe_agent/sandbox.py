@@ -420,14 +420,32 @@ def _handed_over(workspace: Path) -> Iterator[None]:
 
 
 def _chown_tree(root: Path, uid: int, gid: int) -> None:
-    """Give `root` and everything under it to uid:gid, following no link."""
+    """Give `root` and everything under it to uid:gid, following no link.
+
+    The walk keeps its own stack of open folders (os.fwalk recurses, and a command
+    that made 1,100 nested folders would raise RecursionError).
+    """
     os.chown(root, uid, gid, follow_symlinks=False)
-    for _, folders, files, folder_fd in os.fwalk(root):
-        for name in folders + files:
-            info = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
+    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    stack = [(top, iter(os.listdir(top)))]  # the open folders from `root` down
+    try:
+        while stack:
+            folder, names = stack[-1]
+            name = next(names, None)
+            if name is None:
+                os.close(stack.pop()[0])
+                continue
+            info = os.stat(name, dir_fd=folder, follow_symlinks=False)
             if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
                 continue
-            os.chown(name, uid, gid, dir_fd=folder_fd, follow_symlinks=False)
+            os.chown(name, uid, gid, dir_fd=folder, follow_symlinks=False)
+            if stat.S_ISDIR(info.st_mode):
+                child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW,
+                                dir_fd=folder)
+                stack.append((child, iter(os.listdir(child))))
+    finally:
+        for folder, _ in stack:
+            os.close(folder)
 
 
 # ---------------------------------------------------------------------------

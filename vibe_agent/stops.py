@@ -21,6 +21,7 @@ class StopReason(StrEnum):
     REPEATED_CALL = "repeated_call"  # brake: the same call N times in a row
     CYCLE = "cycle"  # brake: the same 2 or 3 calls going round twice (A, B, A, B)
     TOOL_ERRORS = "tool_errors"  # brake: tools kept failing
+    TOO_MANY_CALLS = "too_many_calls"  # brake: one reply asked for more calls than allowed
     PROVIDER_ERROR = "provider_error"  # the model service failed or sent an unusable reply
     CONTEXT_TOO_LONG = "context_too_long"  # the history no longer fits the model's window
     FINISH_REFUSED = "finish_refused"  # the finish check refused the answer too often

@@ -11,14 +11,17 @@ above one is asked for explicitly), so it cannot start children of its own; a ca
 to a tool it was not given is error text, as always. Every child's steps are kept
 in the parent's trace, under the `delegate` step that ran it (`TraceStep.children`).
 
-A token budget is shared by all children of one registry: a child that takes the
-total past it is stopped, and later delegations are refused with error text.
+A token budget is shared by all sub-agents below one registry, at every depth: a
+grandchild spends from the same budget as its parent. A child that takes the total
+past it is stopped, every other child stops before its next request, and later
+delegations are refused with error text.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import openai
 
@@ -45,7 +48,8 @@ class BudgetExceeded(Exception):
 
 @dataclass
 class Budget:
-    """Tokens all children of one registry may use together (None: no limit)."""
+    """Tokens all sub-agents below one registry may use together, at every depth
+    (None: no limit)."""
 
     limit: int | None
     used: int = 0
@@ -62,8 +66,19 @@ class Budget:
         with self._lock:
             self.used += tokens
             if self.limit is not None and self.used > self.limit:
-                raise BudgetExceeded(f"the sub-agents' token budget of {self.limit} is used up "
-                                     f"({self.used} tokens)")
+                raise BudgetExceeded(self._used_up())
+
+    def check(self) -> None:
+        """Before a child's next request: another child may have used the budget up.
+
+        Raises:
+            BudgetExceeded: no tokens are left.
+        """
+        if self.exhausted:
+            raise BudgetExceeded(self._used_up())
+
+    def _used_up(self) -> str:
+        return f"the sub-agents' token budget of {self.limit} is used up ({self.used} tokens)"
 
     @property
     def exhausted(self) -> bool:
@@ -83,20 +98,27 @@ def delegate_registry(client: openai.OpenAI, *, model: str, tools: ToolRegistry,
         max_iters: the round brake of each child.
         depth: how many levels of children may exist below the parent (1: children
             cannot delegate; 2: a child gets a `delegate` of its own, and so on).
-        budget_tokens: the most tokens all children together may use (None: no limit).
+        budget_tokens: the most tokens all sub-agents together may use, children and
+            their children alike (None: no limit).
         system_prompt: the children's rules; the default asks for the conclusion only.
     """
     if depth < 1:
         raise ValueError("depth must be at least 1 (1: children cannot delegate)")
-    budget = Budget(budget_tokens)
+    return _delegate_registry(client, model, tools, max_iters, depth, Budget(budget_tokens),
+                              system_prompt)
+
+
+def _delegate_registry(client: openai.OpenAI, model: str, tools: ToolRegistry, max_iters: int,
+                       depth: int, budget: Budget, system_prompt: str) -> ToolRegistry:
+    """`delegate_registry`, spending from `budget`: the one budget of the whole family."""
     names = [name for name in tools.names if name != DELEGATE]
 
     def child_tools() -> ToolRegistry:
         own = tools.subset(names)
         if depth == 1:
             return own
-        deeper = delegate_registry(client, model=model, tools=tools, max_iters=max_iters,
-                                   depth=depth - 1, system_prompt=system_prompt)
+        deeper = _delegate_registry(client, model, tools, max_iters, depth - 1, budget,
+                                    system_prompt)  # the same budget, one level down
         return ToolRegistry.combine(own, deeper)  # asked for explicitly: one level less
 
     registry = ToolRegistry()
@@ -117,9 +139,14 @@ def delegate_registry(client: openai.OpenAI, *, model: str, tools: ToolRegistry,
             if step.kind == "model" and step.total_tokens:
                 budget.spend(step.total_tokens)
 
+        def still_in_budget(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            budget.check()  # a child of this child may have used it up meanwhile
+            return messages
+
         try:
             result = run_agent(client, task, child_tools(), model=model, max_iters=max_iters,
-                               system_prompt=system_prompt, trace=trace, on_step=spend)
+                               system_prompt=system_prompt, trace=trace, on_step=spend,
+                               prepare=still_in_budget)
         except BudgetExceeded as exc:
             raise DelegationError(f"the helper was stopped: {exc}. Continue with your own "
                                   "tools.") from None

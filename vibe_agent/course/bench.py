@@ -45,7 +45,9 @@ options; replay uses them by default (another round, another task or another pro
 would be a request the cassette does not hold).
 
 Errors: a malformed task folder becomes an error row (the Chinese `TaskError`, which
-names the file) and the other tasks still run. An exception out of the harness (a
+names the file) and the other tasks still run. So does a workspace the agent left past
+the judge's bounds (folders nested too deep, too many files: `judge.WorkspaceUnjudgeable`):
+the run is not resolved, and the record says why. An exception out of the harness (a
 replay miss, a bug in our code) also becomes an error row, marked as a harness error,
 and makes the command exit non-zero; the exception stays on the record.
 """
@@ -65,7 +67,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -73,7 +75,7 @@ import openai
 import psutil
 from tqdm import tqdm
 
-from ..coding import coding_registry, snapshot, workspace_diff
+from ..coding import coding_registry, remove_tree, snapshot, workspace_diff
 from ..loop import run_agent
 from ..registry import ToolRegistry
 from ..sandbox import (
@@ -86,7 +88,7 @@ from ..sandbox import (
 from ..trace import Trace
 from .cassette import Cassette, CassetteError
 from .client import ConfigError, cassette_path, make_client, settings
-from .judge import judge, test_ids
+from .judge import Verdict, WorkspaceUnjudgeable, judge, test_ids
 from .known_fix import KNOWN_FIX_LABEL, KNOWN_FIX_MODEL_NAME, known_fix_model
 from .tasks import SUITE_DIR, BugFixTask, TaskError, copy_repo, load_task
 from .text import width as text_width
@@ -131,9 +133,10 @@ class BenchInterrupted(KeyboardInterrupt):
         self.unfinished = unfinished
 
 
-# Why a task was not judged: its folder is malformed ("task"), our code raised, e.g.
-# a replay miss ("harness"), or Ctrl-C stopped it ("interrupted"). Not the same thing
-# as a tool call's `ToolResult.error_kind`, which says why one call failed.
+# Why a task was not judged: its folder is malformed, or the agent left its workspace
+# past the judge's bounds (both "task": the run's own, not resolved), our code raised,
+# e.g. a replay miss ("harness"), or Ctrl-C stopped it ("interrupted"). Not the same
+# thing as a tool call's `ToolResult.error_kind`, which says why one call failed.
 ErrorSource = Literal["task", "harness", "interrupted"]
 
 
@@ -212,9 +215,10 @@ def run_task(task: BugFixTask, client: openai.OpenAI, model: str, *,
     """
     started = time.perf_counter()
     test_ids(task)  # before any model call: a task that cannot be judged costs nothing
-    with tempfile.TemporaryDirectory(prefix="vibe-bench-") as temp:
+    temp = Path(tempfile.mkdtemp(prefix="vibe-bench-"))
+    try:
         # 1. a fresh copy, named so that it does not give the task's name away
-        workspace = copy_repo(task, Path(temp) / "workspace")
+        workspace = copy_repo(task, temp / "workspace")
         before = snapshot(workspace)
         # 2. the agent works on it with its own tools and trace
         trace = Trace()
@@ -223,18 +227,24 @@ def run_task(task: BugFixTask, client: openai.OpenAI, model: str, *,
                            prepare=_stop_check(stop), **(request_options or {}))
         _stop_check(stop)([])
         # 3. the held-out tests decide, on a pristine copy, after the agent has finished
-        verdict = judge(task, workspace)
+        try:
+            verdict: Verdict | None = judge(task, workspace)
+        except WorkspaceUnjudgeable as exc:  # the agent's doing: not resolved, said why
+            verdict, unjudged = None, str(exc)
         _stop_check(stop)([])  # a judging run killed by Ctrl-C is no verdict
         diff = workspace_diff(before, workspace)
-    return TaskRecord(
-        task=task.name,
+    finally:  # not shutil.rmtree: it recurses, and the agent may have made a deep tree
+        remove_tree(temp)
+    record = TaskRecord(task=task.name, passed=False, stop_reason=result.stop_reason.value,
+                        model_calls=result.model_calls, tokens=result.total_tokens,
+                        seconds=time.perf_counter() - started, diff=diff,
+                        answer=result.answer, trace=trace)
+    if verdict is None:
+        record.error, record.error_source = unjudged, "task"
+        return record
+    return replace(
+        record,
         passed=verdict.resolved,
-        stop_reason=result.stop_reason.value,
-        model_calls=result.model_calls,
-        tokens=result.total_tokens,
-        seconds=time.perf_counter() - started,
-        diff=diff,
-        answer=result.answer,
         fail_to_pass=verdict.fail_to_pass,
         pass_to_pass=verdict.pass_to_pass,
         discarded=verdict.discarded,
@@ -243,7 +253,6 @@ def run_task(task: BugFixTask, client: openai.OpenAI, model: str, *,
         tests_timed_out=verdict.run.timed_out,
         tests_changed=bool(verdict.discarded),
         isolated=verdict.run.isolated,
-        trace=trace,
     )
 
 
@@ -460,7 +469,7 @@ def _pad(text: str, width: int) -> str:
     return text + " " * max(0, width - text_width(text))
 
 
-ERROR_SOURCES = {"task": "任务文件有误", "harness": "评测框架出错", "interrupted": "已中断"}
+ERROR_SOURCES = {"task": "无法判定", "harness": "评测框架出错", "interrupted": "已中断"}
 
 
 def format_table(records: Sequence[TaskRecord], wall_seconds: float) -> str:

@@ -24,6 +24,10 @@ say: tests (`tests/`, `test_*.py`, `*_test.py`, `conftest.py`, anything beside t
 a test folder), pytest's configuration files, and new top-level modules (a `pytest.py`
 or `sitecustomize.py` would replace the real one).
 
+The agent's workspace is read without recursion, at most MAX_DEPTH folders deep and
+MAX_ENTRIES entries. A workspace past that, or partly unreadable, is not judged
+(`WorkspaceUnjudgeable`): the agent made it so, and its run is not resolved.
+
 Python runs in the judge with `-P` (safe path): pytest is imported before the
 project's folder is put on `sys.path`, so no file of the project can stand in for it or
 for the standard library modules it loads.
@@ -48,7 +52,9 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ..coding import remove_tree
 from ..sandbox import run_in_sandbox
+from ..trace import shorten
 from .tasks import BugFixTask, TaskError, apply_fix, copy_repo, fix_edits, pytest_args
 
 JUDGE_VERSION = 1  # part of the cache key: bump it when the judging changes
@@ -57,6 +63,8 @@ OUTPUT_CHARS = 2_000  # of the judging run's output kept (its end)
 TEST_DIRS = frozenset({"tests", "test", "testing"})
 CONFIG_FILES = frozenset({"pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "conftest.py"})
 IGNORED = frozenset({"__pycache__", ".pytest_cache", ".git"})
+MAX_DEPTH = 64  # folders nested deeper: the workspace is not judged (the coding tools stop there)
+MAX_ENTRIES = 20_000  # files, folders and links in a workspace; more: it is not judged
 # Imports pytest from the installation first, then puts the project's folder in front,
 # as `python -m pytest` would, and runs pytest's own command line. (The timeout plugin is
 # imported later, by `-p`: a file of the project could only shadow it if the pristine
@@ -66,6 +74,16 @@ BOOTSTRAP = ("import os, sys, pytest; sys.path.insert(0, os.getcwd()); "
 
 
 # --- what the agent changed, and what the judge keeps ---------------------------------
+
+
+class WorkspaceUnjudgeable(Exception):
+    """The agent left its workspace past the judge's bounds (MAX_DEPTH, MAX_ENTRIES) or
+    partly unreadable. It is the agent's doing, not the harness's: the run is not
+    resolved, and the message (Chinese, for the record) says why."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(f"agent 留下的工作区{problem}，超出了判定能读的范围，"
+                         "所以没有判定，算作没有修好。")
 
 
 def test_file_kind(path: str) -> str | None:
@@ -149,17 +167,41 @@ def agent_changes(task: BugFixTask, workspace: Path) -> tuple[dict[str, str], di
 
 
 def _files(root: Path) -> dict[str, str]:
-    """Every file under `root` (links not followed) -> a digest of its bytes, or "link"."""
+    """Every file under `root` (links not followed) -> a digest of its bytes, or "link".
+
+    The walk keeps its own list of folders still to read (os.walk recurses, and a
+    1,100-level tree raises RecursionError) and goes no deeper than MAX_DEPTH folders
+    and no further than MAX_ENTRIES entries.
+
+    Raises:
+        WorkspaceUnjudgeable: `root` is past a bound, or part of it cannot be read.
+    """
     found: dict[str, str] = {}
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in IGNORED)
-        for name in [*files, *(d for d in dirs if Path(folder, d).is_symlink())]:
-            full = Path(folder, name)
-            path = full.relative_to(root).as_posix()
-            if full.is_symlink():
-                found[path] = "link"
-            elif full.is_file():
-                found[path] = hashlib.sha256(full.read_bytes()).hexdigest()
+    entries = 0
+    waiting = [(str(root), 0)]  # folders still to read, and how deep each one is
+    try:
+        while waiting:
+            folder, depth = waiting.pop()
+            with os.scandir(folder) as listing:
+                for entry in listing:
+                    if entry.name in IGNORED and entry.is_dir(follow_symlinks=False):
+                        continue
+                    entries += 1
+                    path = Path(entry.path).relative_to(root).as_posix()
+                    if entries > MAX_ENTRIES:
+                        raise WorkspaceUnjudgeable(f"有超过 {MAX_ENTRIES} 个文件和文件夹")
+                    if entry.is_symlink():
+                        found[path] = "link"
+                    elif entry.is_dir(follow_symlinks=False):
+                        if depth + 1 > MAX_DEPTH:
+                            raise WorkspaceUnjudgeable(
+                                f"的文件夹套了超过 {MAX_DEPTH} 层（{shorten(path, 80)!r}）")
+                        waiting.append((entry.path, depth + 1))
+                    elif entry.is_file(follow_symlinks=False):
+                        with open(entry.path, "rb") as file:  # read in pieces: any size
+                            found[path] = hashlib.file_digest(file, "sha256").hexdigest()
+    except OSError as exc:  # e.g. a folder without read permission, a path too long
+        raise WorkspaceUnjudgeable(f"有读不出的地方（{exc.strerror or exc}）") from exc
     return found
 
 
@@ -425,12 +467,19 @@ class Verdict:
 
 
 def judge(task: BugFixTask, workspace: Path) -> Verdict:
-    """Judge the agent's work in `workspace` on a held-out pristine copy of the task."""
+    """Judge the agent's work in `workspace` on a held-out pristine copy of the task.
+
+    Raises:
+        WorkspaceUnjudgeable: the agent left `workspace` past the judge's bounds.
+    """
     ids = test_ids(task)
-    with tempfile.TemporaryDirectory(prefix="vibe-judge-") as temp:
+    temp = tempfile.mkdtemp(prefix="vibe-judge-")
+    try:
         project = Path(temp) / "project"
         discarded = held_out_copy(task, workspace, project)
         run = run_tests(task, project)
+    finally:  # not shutil.rmtree: it recurses, and the agent's code may make a deep tree
+        remove_tree(temp)
     f2p = {test: run.passed(test) for test in ids.fail_to_pass}
     p2p = {test: run.passed(test) for test in ids.pass_to_pass}
     return Verdict(all(f2p.values()) and all(p2p.values()), f2p, p2p, discarded, run)

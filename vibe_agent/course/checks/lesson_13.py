@@ -218,8 +218,10 @@ def _looks_up_then_answers(final: str) -> Responder:
     return respond
 
 
-def _make(fn: Callable[..., Any], model: ScriptedModel, tools: ToolRegistry) -> Any:
-    delegate = attempt(fn, model.client(), "checker", tools).get(
+def _make(fn: Callable[..., Any], model: ScriptedModel, tools: ToolRegistry,
+          name: str = "checker") -> Any:
+    """The learner's `delegate`, made for `model` (played by a script) under the name `name`."""
+    delegate = attempt(fn, model.client(), name, tools).get(
         "make_delegate(client, model, tools) 只负责造出 delegate 函数并返回它。")
     if not callable(delegate):
         fail(f"make_delegate 应该返回一个函数，得到 {short(delegate)}",
@@ -281,6 +283,17 @@ def check_delegate(fn: Callable[..., Any]) -> Any:
         if offered != ["lookup"]:
             fail(f"子 agent 被提供了这些工具：{offered}，期望只有 ['lookup']",
                  "子 agent 只拿给它的 tools（去掉 delegate），不多给。")
+    with report.case("子 agent 用传进来的 model 发请求"):
+        # A scripted model answers whatever name a request carries: read the names sent.
+        name = f"checker-model-{uuid.uuid4().hex[:6]}"
+        model = ScriptedModel(_looks_up_then_answers("好"), max_requests=MAX_REQUESTS)
+        attempt(_make(fn, model, _child_tools()[0], name), "查一下").get(
+            "delegate 不应该抛异常。")
+        sent = sorted({str(body.get("model")) for body in model.requests})
+        if sent != [name]:
+            fail(f"子 agent 的请求里 model 是 {short(sent)}，传给 make_delegate 的是 {name!r}",
+                 "run_agent(client, task, ..., model=model)：用 make_delegate 收到的 model，"
+                 "不要写死一个模型名——换了服务商或模型，子 agent 还在请求写死的那个。")
     with report.case("子 agent 被刹车停下：返回说明原因的错误文字"):
         model = ScriptedModel(lambda body: calls(call("lookup", {"key": "again"})),
                               max_requests=MAX_REQUESTS)
