@@ -7,6 +7,7 @@ garbage on stdout) and `python -m vibe_agent.course.mcp_server`.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import sys
 import threading
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from mcp.client.stdio import stdio_client
 from mcp.types import ImageContent, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
 
@@ -601,13 +603,13 @@ def course():
 
 @pytest.mark.parametrize(("tool", "arguments", "expected"), [
     ("calculator", {"expression": "17 * 23"}, "17 * 23 = 391"),
-    ("calculator", {"expression": "1/0"}, "Error: division by zero"),
+    ("calculator", {"expression": "1/0"}, "reported an error: division by zero"),
     ("current_time", {}, "2026-05-01 09:30:00 Asia/Shanghai (UTC+08:00)"),
     ("current_time", {"timezone": "UTC"}, "2026-05-01 01:30:00 UTC"),
     ("page_length", {"url": "https://example.com/"}, "has 335 characters"),
-    ("page_length", {"url": "https://www.python.org/"}, "Error: HTTP 404"),
+    ("page_length", {"url": "https://www.python.org/"}, "reported an error: HTTP 404"),
     ("search_course", {"query": "tool_call_id"}, "[lesson "),
-    ("search_course", {"query": "   "}, "Error: the query is empty"),
+    ("search_course", {"query": "   "}, "reported an error: the query is empty"),
 ], ids=["calculator", "calculator-error", "clock", "clock-utc", "bundled-page",
         "no-network", "search-lessons", "search-empty"])
 def test_the_course_server(course, tool, arguments, expected):
@@ -621,6 +623,38 @@ def test_the_course_server_lists_the_local_schemas(course):
             **local[name].schema()["function"], "name": f"mcp__course__{name}"}
     assert all(tool.annotations.read_only_hint for tool in course.listing)
     assert all(lost == [] for lost in course.lost.values())
+
+
+def test_the_course_server_as_another_client_sees_it(tmp_path):
+    """Through the SDK's own Client (the newest protocol, 2026-07-28): errors flagged,
+    a version, only the capabilities it has, and no network log for a bundled page."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    errlog = tmp_path / "stderr.txt"
+
+    async def session():
+        params = StdioServerParameters(command=COURSE[0], args=COURSE[1:])
+        with errlog.open("w") as stderr:
+            async with Client(stdio_client(params, errlog=stderr)) as client:
+                found = client.session.discover_result or client.session.initialize_result
+                failed = await client.call_tool("calculator", {"expression": "1/0"})
+                fine = await client.call_tool("calculator", {"expression": "1+1"})
+                page = await client.call_tool("page_length", {"url": "https://example.com/"})
+                return found, failed, fine, page
+
+    found, failed, fine, page = anyio.run(session)
+    assert failed.is_error is True and "division by zero" in failed.content[0].text
+    assert fine.is_error is False and page.is_error is False
+    info = found.meta["io.modelcontextprotocol/serverInfo"] if hasattr(found, "ttl_ms") else \
+        found.server_info.model_dump()
+    assert info["version"] == importlib.metadata.version("vibe-agent") != ""
+    claimed = found.capabilities
+    assert claimed.tools is not None and not claimed.tools.list_changed
+    assert not (claimed.resources and (claimed.resources.subscribe or
+                                       claimed.resources.list_changed))
+    assert not (claimed.prompts and claimed.prompts.list_changed)
+    assert "HTTP Request" not in errlog.read_text()
 
 
 def test_search_finds_the_bundled_pages():

@@ -381,8 +381,8 @@ def result_text(result: CallToolResult, tool: str) -> str:
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False))
     text = "\n".join(parts) or "(the tool returned nothing)"
-    if result.is_error:
-        return cap(f"Error: tool '{tool}' reported an error: {text}")
+    if result.is_error:  # (a server's own "Error: " prefix is not repeated)
+        return cap(f"Error: tool '{tool}' reported an error: {text.removeprefix('Error: ')}")
     return cap(text)
 
 

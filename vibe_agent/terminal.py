@@ -22,6 +22,8 @@ Approval modes, like Claude Code's permission modes:
     ask        every write (its diff shown) and every command is asked first
     auto-edit  writes inside the workspace go ahead, commands are asked
     yolo       nothing is asked: the sandbox is the only boundary
+In ask and auto-edit, every call of an MCP server's tool is asked too (it runs outside
+the sandbox, as you), unless the server marks the tool read-only (lesson 14).
 
 Slash commands are a table (`COMMANDS`); `@command` adds one.
 """
@@ -98,6 +100,7 @@ class Session:
     undo: list[dict[str, str]] = field(default_factory=list)  # a snapshot before each turn
     registry: ToolRegistry = field(init=False)
     mid_line: bool = field(default=False, init=False)  # streamed text without its newline yet
+    described: set[tuple[str, str]] = field(default_factory=set, init=False)  # (server, tool)
 
     def __post_init__(self) -> None:
         if self.approve not in APPROVALS:
@@ -131,10 +134,15 @@ class Session:
         """The approval rule the tools obey (see the module docstring)."""
         if self.approve == "yolo" or (self.approve == "auto-edit" and action.kind == "write"):
             return True
+        if action.kind == "tool" and getattr(action, "read_only", False):
+            return True  # the MCP server marks it read-only (a hint: lesson 14)
         self.end_line()
         if action.kind == "write":
             self.show_write(action)
             question = f"允许写入 {visible(action.detail)} 吗？[y/N] "
+        elif action.kind == "tool":
+            self.show_tool_call(action)
+            question = "允许调用吗？[y/N] "
         else:
             self.console.print("[bold yellow]agent 想运行命令：[/]", end="")
             self.console.print(visible(action.detail), markup=False, highlight=False)
@@ -158,6 +166,26 @@ class Session:
                   } if (self.root / action.detail).is_file() else {}
         diff = _diff_texts(before, {action.detail: content})
         self.print_diff(diff)
+
+    def show_tool_call(self, action: Action) -> None:
+        """An MCP call to approve: the server, the tool, the arguments, what the server's
+        annotations claim, and the first time, the description the model reads."""
+        from .mcp_tools import MCPCall  # loaded already: only an MCP server's tools ask this
+
+        if not isinstance(action, MCPCall):
+            self.console.print("[bold yellow]agent 想调用工具：[/]", end="")
+            self.console.print(visible(action.detail), markup=False, highlight=False)
+            return
+        self.console.print("[bold yellow]agent 想调用 MCP 工具：[/]", end="")
+        self.console.print(f"服务器 {visible(action.server)} 的 {visible(action.tool)}"
+                           f"{action.warning}", markup=False, highlight=False)
+        arguments = json.dumps(action.arguments, ensure_ascii=False)
+        self.console.print(f"  参数：{visible(arguments)}", markup=False, highlight=False)
+        if (action.server, action.tool) not in self.described:  # the first call only
+            self.described.add((action.server, action.tool))
+            self.console.print("  工具的描述（服务器写的，模型读到的就是这段）：", end="")
+            self.console.print(visible(action.description) or "（没有描述）", markup=False,
+                               highlight=False)
 
     def print_diff(self, diff: str) -> None:
         lines = diff.splitlines()
@@ -327,8 +355,8 @@ class Session:
 
 
 APPROVAL_NOTES = {
-    "ask": "每次写文件、运行命令前都先问你",
-    "auto-edit": "工作区里的修改直接进行，运行命令前先问你",
+    "ask": "每次写文件、运行命令、调用（没有标注只读的）MCP 工具前都先问你",
+    "auto-edit": "工作区里的修改直接进行，运行命令、调用（没有标注只读的）MCP 工具前先问你",
     "yolo": "什么都不问，沙箱是唯一的边界",
 }
 
