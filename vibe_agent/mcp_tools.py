@@ -771,6 +771,8 @@ class MCPRegistry(ToolRegistry):
         lost: for each registered tool name, what its schema (and description) lost on
             the way to the model.
         left_out: tools the server listed but that were not registered, and why.
+        garbage: the first lines the server wrote on stdout that are not MCP messages
+            (skipped; a server that prints its logs there breaks the stdio rule).
     """
 
     def __init__(self, server: str) -> None:
@@ -779,6 +781,7 @@ class MCPRegistry(ToolRegistry):
         self.listing: list[MCPTool] = []
         self.lost: dict[str, list[str]] = {}
         self.left_out: dict[str, str] = {}
+        self.garbage: list[str] = []
 
     def review(self) -> str:
         """Everything the server declared about each tool, for a person to read before use."""
@@ -844,6 +847,7 @@ def mcp_registry(command: Sequence[str], *, name: str, env: dict[str, str] | Non
     try:
         registry = MCPRegistry(name)
         registry.listing = connection.listing
+        registry.garbage = connection.garbage.lines  # the same list: it grows as lines come
         for listed in connection.listing:
             _add_tool(registry, connection, listed, tools, approval)
         yield registry
