@@ -37,7 +37,7 @@ from vibe_agent.mcp_tools import (
     to_parameters,
     tool_refusal,
 )
-from vibe_agent.registry import Tool, ToolDefinitionError, ToolRegistry
+from vibe_agent.registry import Tool, ToolDefinitionError, ToolRegistry, ToolTimeout
 from vibe_agent.sandbox import Policy
 from vibe_agent.tools import demo_registry
 
@@ -147,6 +147,35 @@ def test_a_server_that_never_answers_times_out():
     assert waited < 4
     assert still.ok and still.output == "2"  # the run goes on: the server still answers
     assert server_processes(before) == []
+
+
+def test_a_person_thinking_longer_than_the_timeout_is_not_a_timeout():
+    """The approval is asked outside any time limit (the connection bounds the call
+    itself): a slow yes runs the call, and the model is never told it timed out."""
+    def slow_yes(question: str) -> str:
+        time.sleep(2.5)
+        return "y"
+
+    with mcp_registry(TEST_SERVER, name="t", timeout=1.5, tools={"add"},
+                      policy=Policy("ask", ask=slow_yes)) as registry:
+        result = registry.call("mcp__t__add", {"a": 2, "b": 3})
+    assert result.ok and result.output == "5"
+
+
+@pytest.mark.parametrize(("raised", "text"), [
+    (ToolTimeout("slow", 4), "did not finish within 4 seconds"),
+    (ToolTimeout("slow"), "did not finish in time"),
+], ids=["own-limit", "no-limit-given"])
+def test_a_tool_without_a_registry_limit_may_time_out_itself(raised, text):
+    registry = ToolRegistry()
+
+    def bounded() -> str:
+        """Waits for something, with its own limit."""
+        raise raised
+
+    registry.register(bounded, timeout=None)
+    result = registry.call("bounded", {})
+    assert result.error_kind == "timeout" and text in result.output
 
 
 def test_a_server_that_answers_garbage_times_out_and_names_it():
