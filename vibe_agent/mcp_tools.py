@@ -315,15 +315,16 @@ def mcp_to_openai_tools(listing: Sequence[MCPTool], server: str) -> list[dict[st
     """
     tools = []
     for tool in listing:
+        if leave_out_reason(tool, server) is not None:
+            continue
         try:
             parameters = to_parameters(tool.input_schema)[0]
         except SchemaTooLarge:
             continue
-        if leave_out_reason(tool, server) is None:
-            tools.append({"type": "function",
-                          "function": {"name": mcp_tool_name(server, tool.name),
-                                       "description": capped_description(tool.description),
-                                       "parameters": parameters}})
+        tools.append({"type": "function",
+                      "function": {"name": mcp_tool_name(server, tool.name),
+                                   "description": capped_description(tool.description),
+                                   "parameters": parameters}})
     return tools
 
 
