@@ -89,6 +89,29 @@ def convert_no_wrapper(listing, server):
     return [entry["function"] for entry in convert_correct(listing, server)]
 
 
+def _strip_titles(value):
+    if isinstance(value, dict):
+        return {k: _strip_titles(v) for k, v in value.items() if k != "title"}
+    if isinstance(value, list):
+        return [_strip_titles(v) for v in value]
+    return value
+
+
+def convert_recursive_title_strip(listing, server):
+    """Every key called "title" removed, at every depth: the parameter `title` too."""
+    return [_entry(f"mcp__{server}__{tool.name}", tool, {
+        "type": "object", "properties": _strip_titles(tool.input_schema["properties"]),
+        "required": list(tool.input_schema.get("required", []))}) for tool in listing]
+
+
+def convert_required_only_when_present(listing, server):
+    out = convert_correct(listing, server)
+    for entry, tool in zip(out, listing, strict=True):
+        if "required" not in tool.input_schema:
+            del entry["function"]["parameters"]["required"]
+    return out
+
+
 def convert_with_package(listing, server):
     return mcp_to_openai_tools(listing, server)
 
@@ -109,6 +132,8 @@ CONVERT_ROWS = [
     (convert_drops_property_details, False, "原样保留"),
     (convert_mutates, False, "改动了服务器给的 input_schema"),
     (convert_no_wrapper, False, "\"type\": \"function\""),
+    (convert_recursive_title_strip, False, "不要递归地删掉所有叫 title 的键"),
+    (convert_required_only_when_present, False, "没有 \"required\" 这个键"),
     (convert_with_package, False, "包里现成的"),
     (convert_unsolved, False, "还没完成"),
 ]
@@ -161,6 +186,23 @@ def text_returns_list(result, tool):
     return [_block(b) for b in result.content]
 
 
+def text_joined_without_newline(result, tool):
+    text = "".join(_block(b) for b in result.content)
+    return f"Error: {text}" if result.is_error else text
+
+
+def text_mime_type_everywhere(result, tool):
+    parts = [b.text if b.type == "text" else f"[{b.type} {b.mime_type}: not shown]"
+             for b in result.content]
+    text = "\n".join(parts)
+    return f"Error: {text}" if result.is_error else text
+
+
+def text_error_by_word(result, tool):
+    text = "\n".join(_block(b) for b in result.content)
+    return f"Error: {text}" if result.is_error or "error" in text.lower() else text
+
+
 def text_with_package(result, tool):
     return result_text(result, tool)
 
@@ -172,6 +214,9 @@ TEXT_ROWS = [
     (text_first_block_only, False, "少了"),
     (text_every_result_an_error, False, "成功的结果被写成了错误"),
     (text_returns_list, False, "不是 str"),
+    (text_joined_without_newline, False, "用换行连起来"),
+    (text_mime_type_everywhere, False, "不是每种块都有 mime_type"),
+    (text_error_by_word, False, "只看 result.is_error"),
     (text_with_package, False, "包里现成的"),
 ]
 
@@ -225,6 +270,12 @@ SERVERS = {
         're.findall(r"[\\u4e00-\\u9fff]", text)').replace("-> int", "-> list") + SERVE,
     "wrong-name": HEADER + COUNT + SERVE.replace(
         "add_tool(count_chinese,", "add_tool(count_chinese, name=\"count\","),
+    "counts-non-ascii-letters": HEADER + COUNT.replace(
+        'len(re.findall(r"[\\u4e00-\\u9fff]", text))',
+        "sum(1 for char in text if char.isalpha() and not char.isascii())") + SERVE,
+    "old-range": HEADER + COUNT.replace("\\u9fff", "\\u9fa5") + SERVE,
+    "prints-before-run": HEADER + COUNT + SERVE.replace(
+        "    server.run()", "    print(\"my-tools: starting\")\n    server.run()"),
     "unsolved": HEADER + textwrap.dedent('''
         # 练习：把你的代码写在这里，写好后删掉下面这一行。
         raise NotImplementedError("练习还没完成：补全这里的代码后，再运行一次。")
@@ -239,6 +290,9 @@ SERVER_ROWS = [
     ("counts-everything", False, "只数汉字"),
     ("returns-a-list", False, "只数汉字"),
     ("wrong-name", False, "工具名就是 count_chinese"),
+    ("counts-non-ascii-letters", False, "假名（かな）、é 都不是"),
+    ("old-range", False, "\\u9fa5 是旧标准"),
+    ("prints-before-run", False, "run() 之前不要 print"),
     ("unsolved", False, "还没完成"),
 ]
 

@@ -10,13 +10,21 @@ them from the tools written in Python:
     registry.call("mcp__course__calculator", '{"expression": "17*23"}')
         the registry's usual checks -> approval policy -> tools/call -> text for the model
     leaving the with-block
-        close stdin -> wait -> SIGTERM / SIGKILL the server's process group
+        close stdin -> wait -> SIGTERM / SIGKILL the server's whole process tree
 
 The model's mistakes and the server's failures become error text, never an exception
 out of `call` and never a hang: a tool error (`isError`), a server that crashed, one
-that does not answer within `timeout`, one that writes garbage on stdout. Results are
+that does not answer within `timeout`, one that writes garbage on stdout (a line is
+at most `MAX_LINE_BYTES`: a longer one is skipped, never buffered whole). Results are
 capped (`MAX_RESULT_CHARS`, announced); images, audio and binary resources are
 described in a line, not dropped silently.
+
+What a server lists is bounded too, before it reaches a request: a description is cut
+after `MAX_DESCRIPTION_CHARS` (with a note, recorded in `lost`); a tool whose schema
+expands past `MAX_SCHEMA_NODES` nodes, `MAX_SCHEMA_CHARS` characters or
+`MAX_SCHEMA_SECONDS`, or has an object of more than `MAX_PROPERTIES` properties, is left
+out (`left_out` says why), as is a tool with no name or one that requires tasks
+(`execution.taskSupport: "required"`, which this client does not support).
 
 What the server learns and does is limited on our side:
 - its environment is an allow-list: the SDK's (HOME, LOGNAME, PATH, SHELL, TERM,
@@ -26,11 +34,17 @@ What the server learns and does is limited on our side:
   `read_file` or another server's tool;
 - `tools=` is an allow-list of the server's tool names; the rest is not registered;
 - every call goes through the same approval `Policy` as the workspace tools
-  (`vibe_agent.sandbox`): a tool annotated `destructiveHint` asks a person first.
+  (`vibe_agent.sandbox`). With "ask" and with a list of command prefixes (the
+  default), a tool the server marks `readOnlyHint: true` runs; any other is asked
+  first, because the MCP specification's defaults for a tool that says nothing are
+  readOnlyHint false, destructiveHint true and openWorldHint true;
+- the server runs under vibe_agent/supervise.py, so that closing ends its whole
+  process tree, a `setsid` daemon included.
 
 Descriptions and annotations are the server's own words: untrusted text. A server can
-put instructions for the model in a description (tool poisoning) or call itself
-anything; `review()` shows a person everything a server declared before it is used.
+put instructions for the model in a description (tool poisoning), call itself
+anything, or mark a tool that deletes files read-only; `review()` shows a person
+everything a server declared before it is used.
 
 The SDK is asynchronous and the registry is not, so the client session runs on an
 event loop in a background thread (an anyio blocking portal) for as long as the
@@ -40,23 +54,30 @@ with-block lasts.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import dataclasses
 import importlib
 import json
-import logging
 import math
 import os
 import re
+import shutil
+import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any
+import time
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from typing import IO, Any
 
 import anyio
+from anyio.abc import Process
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import Client, MCPError
+from mcp.client.stdio import get_default_environment
+from mcp.shared.message import SessionMessage
 from mcp.types import (
     CONNECTION_CLOSED,
     REQUEST_TIMEOUT,
@@ -69,11 +90,13 @@ from mcp.types import (
     TextContent,
     TextResourceContents,
     ToolAnnotations,
+    jsonrpc_message_adapter,
 )
 from mcp.types import Tool as MCPTool
 
 from .registry import Tool, ToolDefinitionError, ToolRegistry, ToolTimeout
 from .sandbox import DEFAULT_POLICY, Action, Policy, Rule
+from .supervise import supervised
 
 MAX_RESULT_CHARS = 20_000  # a tool result is cut after this many characters (announced)
 STDERR_TAIL_CHARS = 600  # of the server's stderr, quoted when it fails
@@ -83,6 +106,13 @@ MAX_TOOLS = 200  # a server listing more tools than this is refused
 MAX_PAGES = 20  # tools/list pages read at start-up
 PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "PYTHONPATH")  # besides the SDK's allow-list
 MAX_NAME_CHARS = 64  # OpenAI: ^[a-zA-Z0-9_-]{1,64}$
+MAX_LINE_BYTES = 8 * 2**20  # one message on the server's stdout; a longer line is skipped
+MAX_DESCRIPTION_CHARS = 2_000  # a tool's description is cut after this (with a note)
+MAX_SCHEMA_NODES = 2_000  # one tool's schema, $refs inlined: past this the tool is left out
+MAX_SCHEMA_CHARS = 40_000  # one tool's parameters as JSON (sent with every request)
+MAX_SCHEMA_SECONDS = 1.0  # converting one tool's schema
+MAX_PROPERTIES = 100  # properties of one object in a schema
+STOP_WAIT_S = 2.0  # on close: for the server to exit once its stdin is closed, then after TERM
 SERVER_NAME = re.compile(r"^[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*$")  # no "__" inside
 NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -96,6 +126,10 @@ JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object")
 
 class MCPServerError(RuntimeError):
     """The server could not be started or listed (a configuration problem: it is raised)."""
+
+
+class SchemaTooLarge(ValueError):
+    """A tool's schema is past one of the bounds (MAX_SCHEMA_*, MAX_PROPERTIES)."""
 
 
 def mcp_tool_name(server: str, tool: str) -> str:
@@ -127,12 +161,21 @@ def to_parameters(input_schema: dict[str, Any]) -> tuple[dict[str, Any], list[st
     dropped without a note (it repeats the property name). The server still checks
     the arguments against its own full schema.
 
+    Inlining `$ref`s can multiply a small schema (five properties that each refer to
+    the next of eleven definitions make 5**11 nodes), so the conversion is bounded:
+    `MAX_SCHEMA_NODES` nodes, `MAX_SCHEMA_CHARS` characters of JSON, `MAX_SCHEMA_SECONDS`,
+    and `MAX_PROPERTIES` properties in one object.
+
     Args:
         input_schema: the tool's JSON Schema, as the server listed it.
+
+    Raises:
+        SchemaTooLarge: the schema is past a bound (the registry leaves the tool out).
     """
     lost: list[str] = []
     definitions = input_schema.get("$defs") or input_schema.get("definitions") or {}
-    converted = _convert(input_schema, definitions, "", lost, depth=0)
+    budget = _Budget()
+    converted = _convert(input_schema, definitions, "", lost, 0, budget)
     properties = converted.get("properties")
     if converted.get("type") != "object" or not isinstance(properties, dict):
         lost.append("the schema is not an object with properties: the tool takes no arguments")
@@ -142,13 +185,40 @@ def to_parameters(input_schema: dict[str, Any]) -> tuple[dict[str, Any], list[st
     parameters = {"type": "object", "properties": properties, "required": required}
     if isinstance(converted.get("additionalProperties"), bool):
         parameters["additionalProperties"] = converted["additionalProperties"]
+    size = len(json.dumps(parameters, ensure_ascii=False))
+    if size > MAX_SCHEMA_CHARS:
+        raise SchemaTooLarge(f"its parameters are {size} characters of JSON (at most "
+                             f"{MAX_SCHEMA_CHARS})")
     return parameters, lost
 
 
+class _Budget:
+    """What converting one schema may still spend: nodes, characters, time."""
+
+    def __init__(self) -> None:
+        self.nodes = 0
+        self.chars = 0
+        self.ends = time.monotonic() + MAX_SCHEMA_SECONDS
+
+    def spend(self, nodes: int = 0, kept: Any = None) -> None:
+        self.nodes += nodes
+        if kept is not None:
+            self.chars += len(json.dumps(kept, ensure_ascii=False, default=str))
+        if self.nodes > MAX_SCHEMA_NODES:
+            raise SchemaTooLarge(f"its schema expands to more than {MAX_SCHEMA_NODES} nodes "
+                                 "once its $refs are inlined")
+        if self.chars > MAX_SCHEMA_CHARS:
+            raise SchemaTooLarge(f"its schema expands to more than {MAX_SCHEMA_CHARS} "
+                                 "characters once its $refs are inlined")
+        if time.monotonic() > self.ends:
+            raise SchemaTooLarge(f"converting its schema took more than {MAX_SCHEMA_SECONDS:g} s")
+
+
 def _convert(schema: Any, definitions: dict[str, Any], where: str, lost: list[str],
-             depth: int) -> dict[str, Any]:
+             depth: int, budget: _Budget) -> dict[str, Any]:
     """One schema node: follow $ref, fold nullable choices, keep KEPT_KEYWORDS."""
     at = where or "(top)"
+    budget.spend(nodes=1)
     if not isinstance(schema, dict) or depth > 20:
         lost.append(f"{at}: a schema that is not an object, or nested too deeply")
         return {}
@@ -178,11 +248,16 @@ def _convert(schema: Any, definitions: dict[str, Any], where: str, lost: list[st
     out: dict[str, Any] = {}
     for key, value in schema.items():
         if key == "properties" and isinstance(value, dict):
+            if len(value) > MAX_PROPERTIES:
+                raise SchemaTooLarge(f"{at} has {len(value)} properties (at most "
+                                     f"{MAX_PROPERTIES})")
+            budget.spend(kept=list(value))
             out[key] = {name: _convert(sub, definitions, f"{where}.{name}".lstrip("."), lost,
-                                       depth + 1) for name, sub in value.items()}
+                                       depth + 1, budget) for name, sub in value.items()}
         elif key == "items":
-            out[key] = _convert(value, definitions, f"{where}[]", lost, depth + 1)
+            out[key] = _convert(value, definitions, f"{where}[]", lost, depth + 1, budget)
         elif key in KEPT_KEYWORDS:
+            budget.spend(kept=value)
             out[key] = value
         elif key not in ("title", "$defs", "definitions", "$schema"):
             lost.append(f"{at}: {key}")
@@ -198,18 +273,59 @@ def _local_definition(ref: Any, definitions: dict[str, Any]) -> dict[str, Any] |
     return target if isinstance(target, dict) else None
 
 
+def capped_description(text: str | None) -> str:
+    """A tool's description as the model gets it: cut after MAX_DESCRIPTION_CHARS, with a note.
+
+    Args:
+        text: the description the server listed (None: none).
+    """
+    text = text or ""
+    if len(text) <= MAX_DESCRIPTION_CHARS:
+        return text
+    return (f"{text[:MAX_DESCRIPTION_CHARS]} [description truncated: {MAX_DESCRIPTION_CHARS} "
+            f"of {len(text)} characters shown]")
+
+
+def leave_out_reason(tool: MCPTool, server: str) -> str | None:
+    """Why a listed tool cannot be offered to the model on its own terms, or None.
+
+    Args:
+        tool: one tool of the listing.
+        server: the server's name in our configuration.
+    """
+    if not re.search(r"[A-Za-z0-9]", tool.name):
+        return "the tool's name has no letter or digit"
+    if len(mcp_tool_name(server, tool.name)) > MAX_NAME_CHARS:
+        return f"the name is longer than {MAX_NAME_CHARS} characters"
+    if tool.execution is not None and tool.execution.task_support == "required":
+        return ("it requires task augmentation (execution.taskSupport: \"required\"), which "
+                "this client does not support: every call would fail")
+    return None
+
+
 def mcp_to_openai_tools(listing: Sequence[MCPTool], server: str) -> list[dict[str, Any]]:
     """The tools of an MCP listing in the OpenAI `tools` format, with namespaced names.
+
+    A tool `mcp_registry` would leave out (`leave_out_reason`, a schema past the bounds)
+    is left out here too; descriptions are capped (`capped_description`).
 
     Args:
         listing: the `tools` of the server's tools/list answer.
         server: the server's name in our configuration.
     """
-    return [{"type": "function",
-             "function": {"name": mcp_tool_name(server, tool.name),
-                          "description": tool.description or "",
-                          "parameters": to_parameters(tool.input_schema)[0]}}
-            for tool in listing]
+    tools = []
+    for tool in listing:
+        if leave_out_reason(tool, server) is not None:
+            continue
+        try:
+            parameters = to_parameters(tool.input_schema)[0]
+        except SchemaTooLarge:
+            continue
+        tools.append({"type": "function",
+                      "function": {"name": mcp_tool_name(server, tool.name),
+                                   "description": capped_description(tool.description),
+                                   "parameters": parameters}})
+    return tools
 
 
 # ---------------------------------------------------------------------------
@@ -266,8 +382,8 @@ def result_text(result: CallToolResult, tool: str) -> str:
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False))
     text = "\n".join(parts) or "(the tool returned nothing)"
-    if result.is_error:
-        return cap(f"Error: tool '{tool}' reported an error: {text}")
+    if result.is_error:  # (a server's own "Error: " prefix is not repeated)
+        return cap(f"Error: tool '{tool}' reported an error: {text.removeprefix('Error: ')}")
     return cap(text)
 
 
@@ -276,41 +392,78 @@ def result_text(result: CallToolResult, tool: str) -> str:
 # ---------------------------------------------------------------------------
 
 
-def is_destructive(annotations: ToolAnnotations | None) -> bool:
-    """Whether the server annotated the tool as one that may destroy data.
-
-    Only an explicit `destructiveHint: true` on a tool not marked read-only counts. The
-    hint is the server's claim: a hostile server simply leaves it out, which is why the
-    policy's own rule (e.g. "ask") applies to every tool as well.
+def is_read_only(annotations: ToolAnnotations | None) -> bool:
+    """Whether the server marked the tool `readOnlyHint: true` (the spec's default is false).
 
     Args:
         annotations: the tool's annotations from the listing.
     """
-    return (annotations is not None and annotations.destructive_hint is True
-            and annotations.read_only_hint is not True)
+    return annotations is not None and annotations.read_only_hint is True
 
 
-def tool_refusal(policy: Policy, call: str, destructive: bool) -> str | None:
+def is_destructive(annotations: ToolAnnotations | None) -> bool:
+    """Whether the tool may destroy data, by the MCP specification's defaults.
+
+    A tool not marked read-only is destructive unless the server says
+    `destructiveHint: false`: a tool that says nothing counts as destructive.
+
+    Args:
+        annotations: the tool's annotations from the listing.
+    """
+    if is_read_only(annotations):
+        return False
+    return annotations is None or annotations.destructive_hint is not False
+
+
+@dataclass(frozen=True)
+class MCPCall(Action):
+    """One call of an MCP tool, as an approval rule sees it: kind "tool", `detail` the
+    call in one line (e.g. `mcp__notes__delete {"id": 3}`), and what the server said."""
+
+    server: str = ""  # the server's name in our configuration
+    tool: str = ""  # the tool's name as the server lists it
+    arguments: dict[str, Any] = dataclasses.field(default_factory=dict)
+    description: str = ""  # what the model reads about the tool: the server's words
+    annotations: ToolAnnotations | None = None
+
+    @property
+    def read_only(self) -> bool:
+        return is_read_only(self.annotations)
+
+    @property
+    def warning(self) -> str:
+        """What the server's annotations say, for a person (the server's claim, not a fact)."""
+        if self.read_only:
+            return "（服务器标注：只读）"
+        if self.annotations is None or self.annotations.destructive_hint is None:
+            return "（服务器没有标注它只读：按 MCP 规范的默认值，它可能删除或覆盖数据）"
+        if self.annotations.destructive_hint:
+            return "（服务器标注：这个工具可能删除或覆盖数据）"
+        return "（服务器标注：它会改动数据，但不删除、不覆盖）"
+
+
+def tool_refusal(policy: Policy, call: MCPCall) -> str | None:
     """None when an MCP tool call may go ahead, otherwise the reason it may not.
 
-    "allow-all" allows everything; a policy function decides for itself (it gets an
-    `Action` of kind "tool" whose detail is the call); "ask" asks a person for every
-    call; a list of command prefixes (the default) governs commands, so a tool runs,
-    unless it is destructive: then a person is asked first.
+    "allow-all" allows everything; a policy function decides for itself (it gets the
+    `MCPCall`); "ask" and a list of command prefixes (the default) let a tool marked
+    read-only run and ask a person about any other. Annotations are hints from a
+    server that may not be trustworthy: a tool marked read-only is not asked.
 
     Args:
         policy: the approval policy, as for the workspace tools.
-        call: the call as a person reads it, e.g. `mcp__notes__delete {"id": 3}`.
-        destructive: the tool is annotated destructiveHint.
+        call: the call, with what the server said about the tool.
     """
     if policy.rule == "allow-all":
         return None
     if callable(policy.rule):
-        return policy.refusal(Action("tool", call))
-    if policy.rule != "ask" and not destructive:
+        return policy.refusal(call)
+    if call.read_only:
         return None
-    warning = "（服务器标注：这个工具可能删除或覆盖数据）" if destructive else ""
-    return policy.ask_person(Action("tool", call), warning)
+    from .terminal import visible  # the one escaping function for what a person reads
+
+    return policy.ask_person(dataclasses.replace(call, detail=visible(call.detail)),
+                             call.warning)
 
 
 # ---------------------------------------------------------------------------
@@ -318,36 +471,129 @@ def tool_refusal(policy: Policy, call: str, destructive: bool) -> str | None:
 # ---------------------------------------------------------------------------
 
 
-class _StdoutGarbage(logging.Handler):
-    """Collects the lines the SDK skipped because they were not MCP messages.
-
-    The SDK only logs them (on "mcp.client.stdio"), without saying which server wrote
-    them, so with several servers open at once each connection hears every server's.
-    """
+class _Garbage:
+    """The first few lines a server wrote on stdout that are not MCP messages (skipped)."""
 
     def __init__(self) -> None:
-        super().__init__(logging.ERROR)
         self.lines: list[str] = []
+        self.count = 0
 
-    def emit(self, record: logging.LogRecord) -> None:
-        error = record.exc_info[1] if record.exc_info else None
-        errors = getattr(error, "errors", None)
-        line = str(errors()[0].get("input", "")) if callable(errors) else record.getMessage()
+    def add(self, line: str) -> None:
+        self.count += 1
         if len(self.lines) < 5:
             self.lines.append(line[:200])
+
+
+@asynccontextmanager
+async def _stdio_transport(argv: list[str], env: dict[str, str], errlog: IO[str],
+                           garbage: _Garbage) -> AsyncIterator[Any]:
+    """The stdio transport: the SDK's (newline-delimited JSON-RPC), with our bounds.
+
+    - The server runs under vibe_agent/supervise.py: on close, stdin is closed, then
+      the supervisor is told to stop (it kills every descendant, a `setsid` daemon
+      too), then the process group is killed; each wait is bounded.
+    - A line on stdout is at most MAX_LINE_BYTES: a longer one is skipped (and named
+      in `garbage`), never buffered whole.
+
+    Yields the (read, write) streams the SDK's `Client` takes.
+    """
+    process = await anyio.open_process(supervised(argv), env=env, stderr=errlog,
+                                       start_new_session=True)
+    to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def deliver(line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            message = jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except ValueError:
+            garbage.add(line.decode("utf-8", errors="replace"))
+            return
+        await to_session.send(SessionMessage(message))
+
+    async def read() -> None:
+        assert process.stdout is not None
+        pending, skipping = bytearray(), False
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            async with to_session:
+                async for chunk in process.stdout:
+                    pending += chunk
+                    if b"\n" not in chunk:  # only the new piece is searched: linear
+                        if len(pending) > MAX_LINE_BYTES:
+                            if not skipping:
+                                garbage.add(f"<a line of more than {MAX_LINE_BYTES} bytes: "
+                                            f"skipped> {bytes(pending[:60])!r}...")
+                            pending.clear()
+                            skipping = True
+                        continue
+                    *lines, rest = pending.split(b"\n")
+                    pending = bytearray(rest)
+                    if skipping:  # the end of the line that was too long
+                        lines, skipping = lines[1:], False
+                    for line in lines:
+                        await deliver(bytes(line))
+
+    async def write() -> None:
+        assert process.stdin is not None
+        try:
+            async with from_session:
+                async for message in from_session:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await process.stdin.send((data + "\n").encode("utf-8"))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await to_session.aclose()  # the server stopped reading: the session sees the end
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(read)
+        tasks.start_soon(write)
+        try:
+            yield from_server, to_server
+        finally:
+            with anyio.CancelScope(shield=True):  # every wait inside is bounded
+                from_server.close()
+                to_server.close()
+                await _stop(process)
+            tasks.cancel_scope.cancel()
+
+
+async def _stop(process: Process) -> None:
+    """Close stdin, wait; tell the supervisor to stop, wait; kill the group; close stdout."""
+    with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        assert process.stdin is not None
+        await process.stdin.aclose()
+    if not await _exited(process, STOP_WAIT_S):
+        with contextlib.suppress(ProcessLookupError):
+            process.terminate()  # SIGTERM: the supervisor kills its descendants, then exits
+        await _exited(process, STOP_WAIT_S)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)  # anything left in the group (no /proc: macOS)
+    await _exited(process, STOP_WAIT_S)
+    with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        assert process.stdout is not None
+        await process.stdout.aclose()
+
+
+async def _exited(process: Process, seconds: float) -> bool:
+    """Whether the process exited within `seconds` (polled: a daemon may hold its pipes)."""
+    with anyio.move_on_after(seconds):
+        while process.returncode is None:
+            await anyio.sleep(0.01)
+    return process.returncode is not None
 
 
 class _Connection:
     """One server process and the client session talking to it."""
 
     def __init__(self, command: Sequence[str], env: dict[str, str], timeout: float) -> None:
-        self.params = StdioServerParameters(command=command[0], args=list(command[1:]), env=env)
+        self.command = list(command)
+        self.env = get_default_environment() | env  # the SDK's allow-list, then ours
         self.shown = " ".join(command)
         self.timeout = timeout
         self.start_timeout = max(timeout, MIN_START_S)  # a Python server imports for seconds
         # The server writes to this file's descriptor directly; we only read it (os.pread).
         self.stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-        self.garbage = _StdoutGarbage()
+        self.garbage = _Garbage()
         self.listing: list[MCPTool] = []
         self.client: Client | None = None
         self.failure: BaseException | None = None  # why the session ended early
@@ -361,8 +607,6 @@ class _Connection:
 
     def open(self) -> None:
         """Start the server and list its tools; raises MCPServerError when that fails."""
-        stdio_log = logging.getLogger("mcp.client.stdio")
-        stdio_log.addHandler(self.garbage)
         self._portal_cm = start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
         self._task = self._portal.start_task_soon(self._serve)
@@ -394,7 +638,6 @@ class _Connection:
                 pass
             self._portal_cm.__exit__(None, None, None)
         self._portal = None
-        logging.getLogger("mcp.client.stdio").removeHandler(self.garbage)
         self.stderr.close()
 
     def call(self, tool: str, arguments: dict[str, Any], shown_name: str) -> str:
@@ -405,16 +648,18 @@ class _Connection:
                     f"({_explain(self.failure)}). Answer without its tools, or tell the user."
                     + self.stderr_tail())
         future = self._portal.start_task_soon(self._call, tool, arguments)
+        late = f"the MCP server did not answer within {self.timeout:g} s"
         try:
             result = future.result(self.timeout + SHUTDOWN_GRACE_S)
         except (concurrent.futures.TimeoutError, TimeoutError):
             future.cancel()
-            raise ToolTimeout(f"the MCP server did not answer within {self.timeout:g} s"
-                              + self._garbage_note()) from None
+            raise ToolTimeout(late + self._garbage_note(), self.timeout) from None
+        except KeyboardInterrupt:  # Ctrl-C in the terminal: the call is not waited for
+            future.cancel()
+            raise
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
-                raise ToolTimeout(f"the MCP server did not answer within {self.timeout:g} s"
-                                  + self._garbage_note()) from exc
+                raise ToolTimeout(late + self._garbage_note(), self.timeout) from exc
             if exc.code == CONNECTION_CLOSED:
                 return (f"Error: the MCP server stopped while running '{shown_name}' (it crashed "
                         "or exited). Its tools cannot be used any more in this run; answer "
@@ -441,7 +686,7 @@ class _Connection:
     def _garbage_note(self) -> str:
         if not self.garbage.lines:
             return ""
-        return (f" (it wrote {len(self.garbage.lines)} line(s) on stdout that are not MCP "
+        return (f" (it wrote {self.garbage.count} line(s) on stdout that are not MCP "
                 f"messages, e.g. {self.garbage.lines[0]!r})")
 
     # --- inside the event loop ------------------------------------------------------
@@ -452,7 +697,12 @@ class _Connection:
         try:
             # The deadline bounds start-up only; it is lifted once the tools are listed.
             with anyio.CancelScope(deadline=anyio.current_time() + self.start_timeout) as scope:
-                transport = stdio_client(self.params, errlog=self.stderr)
+                program = shutil.which(self.command[0], path=self.env.get("PATH"))
+                if program is None:
+                    raise FileNotFoundError(f"no program {self.command[0]!r} (PATH: "
+                                            f"{self.env.get('PATH', '')})")
+                transport = _stdio_transport([program, *self.command[1:]], self.env,
+                                             self.stderr, self.garbage)
                 async with Client(transport, read_timeout_seconds=self.start_timeout) as client:
                     self.listing = await _list_tools(client)
                     scope.deadline = math.inf
@@ -519,8 +769,11 @@ class MCPRegistry(ToolRegistry):
         server: the server's name (the middle of every tool name).
         listing: the tools as the server listed them (names, descriptions, schemas,
             annotations: the server's own, untrusted words).
-        lost: for each registered tool name, what its schema lost on the way to the model.
+        lost: for each registered tool name, what its schema (and description) lost on
+            the way to the model.
         left_out: tools the server listed but that were not registered, and why.
+        garbage: the first lines the server wrote on stdout that are not MCP messages
+            (skipped; a server that prints its logs there breaks the stdio rule).
     """
 
     def __init__(self, server: str) -> None:
@@ -529,6 +782,7 @@ class MCPRegistry(ToolRegistry):
         self.listing: list[MCPTool] = []
         self.lost: dict[str, list[str]] = {}
         self.left_out: dict[str, str] = {}
+        self.garbage: list[str] = []
 
     def review(self) -> str:
         """Everything the server declared about each tool, for a person to read before use."""
@@ -560,8 +814,9 @@ def mcp_registry(command: Sequence[str], *, name: str, env: dict[str, str] | Non
                  policy: Policy | Rule = DEFAULT_POLICY) -> Iterator[MCPRegistry]:
     """Start the stdio MCP server `command` and yield a registry of its tools.
 
-    On leaving the block the server is stopped (stdin closed, then SIGTERM and SIGKILL
-    to its process group, each wait bounded) and the event loop thread ends.
+    On leaving the block the server is stopped (stdin closed, then SIGTERM to its
+    supervisor, which kills every descendant, and SIGKILL to its process group; each
+    wait bounded) and the event loop thread ends.
 
     Args:
         command: the program and its arguments, e.g.
@@ -573,7 +828,8 @@ def mcp_registry(command: Sequence[str], *, name: str, env: dict[str, str] | Non
             (a Python server spends seconds importing its SDK on a busy machine).
         tools: the server's tool names to register (None: all of them).
         policy: approves calls, as for the workspace tools ("allow-all", "ask", a list of
-            command prefixes, a function, or a `Policy`).
+            command prefixes, a function that gets an `MCPCall`, or a `Policy`). With the
+            default, a tool marked read-only runs and any other is asked first.
 
     Raises:
         MCPServerError: the server did not start, did not answer in time, or is not an
@@ -592,6 +848,7 @@ def mcp_registry(command: Sequence[str], *, name: str, env: dict[str, str] | Non
     try:
         registry = MCPRegistry(name)
         registry.listing = connection.listing
+        registry.garbage = connection.garbage.lines  # the same list: it grows as lines come
         for listed in connection.listing:
             _add_tool(registry, connection, listed, tools, approval)
         yield registry
@@ -606,25 +863,37 @@ def _add_tool(registry: MCPRegistry, connection: _Connection, listed: MCPTool,
     if allowed is not None and listed.name not in allowed:
         registry.left_out[listed.name] = "not in the allow-list (tools=...)"
         return
-    if len(name) > MAX_NAME_CHARS:
-        registry.left_out[listed.name] = f"the name is longer than {MAX_NAME_CHARS} characters"
+    reason = leave_out_reason(listed, registry.server)
+    if reason is None and name in registry:
+        reason = f"another tool of this server is also called {name}"
+    if reason is None:
+        try:
+            parameters, lost = to_parameters(listed.input_schema)
+        except SchemaTooLarge as exc:
+            reason = f"{exc}: too large to send with every request"
+    if reason is not None:
+        registry.left_out[listed.name] = reason
         return
-    if name in registry:
-        registry.left_out[listed.name] = f"another tool of this server is also called {name}"
-        return
-    parameters, lost = to_parameters(listed.input_schema)
-    destructive = is_destructive(listed.annotations)
+    description = capped_description(listed.description)
+    if description != (listed.description or ""):
+        lost.append(f"description: cut to {MAX_DESCRIPTION_CHARS} of "
+                    f"{len(listed.description or '')} characters")
 
     def forward(**arguments: Any) -> str:
-        call = f"{name} {json.dumps(arguments, ensure_ascii=False)}"
-        refusal = tool_refusal(policy, call, destructive)
+        call = MCPCall("tool", f"{name} {json.dumps(arguments, ensure_ascii=False)}",
+                       server=registry.server, tool=listed.name, arguments=arguments,
+                       description=description, annotations=listed.annotations)
+        refusal = tool_refusal(policy, call)
         if refusal is not None:
             return f"Error: {refusal}"
         return connection.call(listed.name, arguments, name)
 
     forward.__name__ = name
-    tool = Tool(name=name, description=listed.description or "", parameters=parameters,
-                fn=forward, timeout=connection.timeout)
+    # No time limit of the registry's: a person may take a while to approve (in the
+    # caller's thread, where Ctrl-C reaches the question), and the connection bounds
+    # the call itself (`timeout`, raising ToolTimeout).
+    tool = Tool(name=name, description=description, parameters=parameters, fn=forward,
+                timeout=None)
     try:
         registry.add(tool)
     except ToolDefinitionError as exc:  # cannot happen after the checks above; say so loudly

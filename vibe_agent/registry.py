@@ -60,7 +60,17 @@ ErrorKind = Literal["unknown_tool", "invalid_json", "bad_arguments", "tool_raise
 
 
 class ToolTimeout(TimeoutError):
-    """A tool did not finish within its time limit (it was abandoned, not stopped)."""
+    """A tool did not finish within its time limit (it was abandoned, not stopped).
+
+    Args:
+        message: what happened, for the trace.
+        seconds: the limit, when the tool keeps its own (one registered with
+            `timeout=None` that bounds its waits itself, e.g. an MCP server's tool).
+    """
+
+    def __init__(self, message: str = "", seconds: float | None = None) -> None:
+        super().__init__(message)
+        self.seconds = seconds
 
 
 class CallAbandoned(ToolTimeout):
@@ -639,8 +649,10 @@ class ToolRegistry:
         try:
             value = run_with_time_limit(tool.fn, kwargs, tool.timeout)
         except ToolTimeout as exc:
+            limit = tool.timeout if tool.timeout is not None else exc.seconds
+            within = f"within {limit:g} seconds" if limit is not None else "in time"
             return ToolResult(
-                f"Error: tool '{name}' did not finish within {tool.timeout:g} seconds, so its "
+                f"Error: tool '{name}' did not finish {within}, so its "
                 "result was not waited for. Try simpler arguments, or answer without it.",
                 "timeout",
                 exc,

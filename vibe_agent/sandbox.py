@@ -44,6 +44,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -125,6 +126,9 @@ SHELL_METACHARACTERS = (";", "&", "|", "`", "$", "<", ">", "\n", "\r")
 DEFAULT_COMMANDS = ("python", "python3", "pytest", "ls", "cat", "head", "tail", "grep", "wc",
                     "echo", "true", "diff", "pwd")
 YES = ("y", "yes", "是", "好", "允许")
+# Approvals are decided one at a time: when several calls run at once (run_agent's
+# tool_workers > 1), a person never has two questions open, and answers the one shown.
+ONE_QUESTION = threading.RLock()
 
 
 @dataclass
@@ -157,7 +161,8 @@ class Policy:
             action: what the agent wants to do.
         """
         if callable(self.rule):
-            return _verdict(self.rule(action))
+            with ONE_QUESTION:  # a rule function may ask a person (the terminal's does)
+                return _verdict(self.rule(action))
         if self.rule == "allow-all":
             return None
         if self.rule == "ask":
@@ -171,7 +176,8 @@ class Policy:
         what = {"command": "运行命令", "write": "写入文件", "tool": "调用 MCP 工具"}[action.kind]
         ask = self.ask or input  # looked up now, so a patched input() is used
         try:
-            answer = ask(f"智能体想{what}{warning}：{action.detail}\n允许吗？[y/N] ")
+            with ONE_QUESTION:
+                answer = ask(f"智能体想{what}{warning}：{action.detail}\n允许吗？[y/N] ")
         except (EOFError, OSError, NotImplementedError):  # no stdin, or a frontend without one
             return ("a person has to confirm this, but nobody can answer (no standard "
                     "input). Do not try it again; tell the user what you want to do and why.")

@@ -7,12 +7,16 @@ So `run_in_sandbox` starts the command under this script instead:
 
     python -I -S supervise.py MAX_MEMORY MAX_FILE_SIZE /bin/sh -c COMMAND
 
-It sets the two limits that hold without a sandbox (address space and file size),
+It sets the two limits that hold without a sandbox (address space and file size; -1
+leaves a limit as it is),
 becomes a *child subreaper* (Linux): every orphan among the command's descendants is
 re-parented to it instead of to init. When the command ends, or when it is told to
 stop (SIGTERM), it kills its children until none is left. What it cannot stop: a
 command that kills the supervisor first (it runs as the same user) leaves orphans to
 init. Without /proc (macOS) only the process group is killed, by `run_in_sandbox`.
+
+MCP servers (mcp_tools.py) run under it too, without limits (`supervised(argv)`), so
+that a server's `setsid` daemon ends with the server.
 
 Only the standard library's smallest modules: it starts once per command.
 """
@@ -24,6 +28,14 @@ import os
 import sys
 
 PR_SET_CHILD_SUBREAPER = 36  # prctl(2): orphans of our descendants become our children
+NO_LIMIT = -1  # a limit of -1: leave it as it is
+
+
+def supervised(argv: list[str], max_memory: int = NO_LIMIT,
+               max_file_size: int = NO_LIMIT) -> list[str]:
+    """The command line that runs the program `argv` (its path first) under this supervisor."""
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__), str(max_memory),
+            str(max_file_size), *argv]
 
 
 def set_limits(max_memory: int, max_file_size: int) -> None:
@@ -31,6 +43,8 @@ def set_limits(max_memory: int, max_file_size: int) -> None:
     import resource  # Unix only; this script runs only there
 
     for limit, value in ((resource.RLIMIT_AS, max_memory), (resource.RLIMIT_FSIZE, max_file_size)):
+        if value == NO_LIMIT:
+            continue
         try:
             resource.setrlimit(limit, (value, value))
         except (ValueError, OSError):  # macOS refuses RLIMIT_AS

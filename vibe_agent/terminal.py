@@ -22,6 +22,8 @@ Approval modes, like Claude Code's permission modes:
     ask        every write (its diff shown) and every command is asked first
     auto-edit  writes inside the workspace go ahead, commands are asked
     yolo       nothing is asked: the sandbox is the only boundary
+In ask and auto-edit, every call of an MCP server's tool is asked too (it runs outside
+the sandbox, as you), unless the server marks the tool read-only (lesson 14).
 A diff is shown whole (folded, never cropped; `diff_line`), and a write that was not
 asked still shows its diff once it is done. Text from a model, a tool, a file or a
 server reaches the screen through `visible`, which escapes control characters.
@@ -121,6 +123,7 @@ class Session:
     registry: ToolRegistry = field(init=False)
     written: dict[str, str | None] = field(default_factory=dict, init=False)  # unasked: old text
     mid_line: bool = field(default=False, init=False)  # streamed text without its newline yet
+    described: set[tuple[str, str]] = field(default_factory=set, init=False)  # (server, tool)
 
     def __post_init__(self) -> None:
         if self.approve not in APPROVALS:
@@ -156,11 +159,16 @@ class Session:
             if action.kind == "write":  # its diff is shown once it is done (show_written)
                 self.written.setdefault(action.detail, self.text_of(action.detail))
             return True
+        if action.kind == "tool" and getattr(action, "read_only", False):
+            return True  # the MCP server marks it read-only (a hint: lesson 14)
         self.end_line()
         whole = ""  # the whole diff, when part of it did not fit on the screen
         if action.kind == "write":
             whole = self.show_write(action)
             question = f"允许写入 {visible(action.detail)} 吗？"
+        elif action.kind == "tool":
+            self.show_tool_call(action)
+            question = "允许调用吗？"
         else:
             self.console.print("[bold yellow]agent 想运行命令：[/]", end="")
             self.console.print(visible(action.detail), markup=False, highlight=False)
@@ -233,6 +241,26 @@ class Session:
     def diff_rows(self) -> int:
         """The screen's share for a diff: the rows left for it above the question."""
         return max(MIN_SHOWN_DIFF_ROWS, min(MAX_SHOWN_DIFF_LINES, self.console.height - 8))
+
+    def show_tool_call(self, action: Action) -> None:
+        """An MCP call to approve: the server, the tool, the arguments, what the server's
+        annotations claim, and the first time, the description the model reads."""
+        from .mcp_tools import MCPCall  # loaded already: only an MCP server's tools ask this
+
+        if not isinstance(action, MCPCall):
+            self.console.print("[bold yellow]agent 想调用工具：[/]", end="")
+            self.console.print(visible(action.detail), markup=False, highlight=False)
+            return
+        self.console.print("[bold yellow]agent 想调用 MCP 工具：[/]", end="")
+        self.console.print(f"服务器 {visible(action.server)} 的 {visible(action.tool)}"
+                           f"{action.warning}", markup=False, highlight=False)
+        arguments = json.dumps(action.arguments, ensure_ascii=False)
+        self.console.print(f"  参数：{visible(arguments)}", markup=False, highlight=False)
+        if (action.server, action.tool) not in self.described:  # the first call only
+            self.described.add((action.server, action.tool))
+            self.console.print("  工具的描述（服务器写的，模型读到的就是这段）：", end="")
+            self.console.print(visible(action.description) or "（没有描述）", markup=False,
+                               highlight=False)
 
     # --- one turn -----------------------------------------------------------------
 
@@ -401,8 +429,8 @@ class Session:
 
 
 APPROVAL_NOTES = {
-    "ask": "每次写文件、运行命令前都先问你",
-    "auto-edit": "工作区里的修改直接进行，运行命令前先问你",
+    "ask": "每次写文件、运行命令、调用（没有标注只读的）MCP 工具前都先问你",
+    "auto-edit": "工作区里的修改直接进行，运行命令、调用（没有标注只读的）MCP 工具前先问你",
     "yolo": "什么都不问，沙箱是唯一的边界",
 }
 

@@ -24,6 +24,7 @@ from rich.console import Console
 from ..compact import model_summarizer, scripted_summarizer
 from ..memory import MemoryFile
 from ..registry import ToolRegistry
+from ..sandbox import Action
 from ..terminal import APPROVALS, Session
 from .client import make_client, resolve_mode, settings
 from .known_fix import KNOWN_FIX_LABEL, KNOWN_FIX_MODEL_NAME, known_fix_model
@@ -70,6 +71,9 @@ def main(args: argparse.Namespace) -> int:
         return _usage_error("请给出一个文件夹，或者用 --task 选一个课程任务（二选一）。")
     if args.max_iters < 1:
         return _usage_error("--max-iters 至少是 1。")
+    servers = [_server(text) for text in args.mcp]
+    if problem := _servers_problem(servers):
+        return _usage_error(problem)
     task: BugFixTask | None = None
     if args.task is not None:
         task = _find_task(args.task)
@@ -89,19 +93,29 @@ def main(args: argparse.Namespace) -> int:
             f"{root.name}-{_digest(root)}-{time.strftime('%Y%m%d-%H%M%S')}.json")
     if args.context_budget < 0:
         return _usage_error("--context-budget 不能是负数。")
-    servers = [_server(text) for text in args.mcp]
-    if None in servers:
-        return _usage_error("--mcp 要写成 名字=命令，例如 "
-                            "course='python -m vibe_agent.course.mcp_server'。")
     client, model, label = _client(args.mode, task)
     key = task.name if task else f"{root.name}-{_digest(root)}"
     summarize = scripted_summarizer if model == KNOWN_FIX_MODEL_NAME else model_summarizer(
         client, model=model)
-    from ..mcp_tools import mcp_registry  # the MCP SDK takes a while to import: only now
+    from ..mcp_tools import MCPServerError, mcp_registry  # the SDK imports slowly: only now
+
+    session: Session | None = None
+
+    def approve(action: Action) -> bool | str:
+        """MCP calls obey the session's approval rule (--approve), asked at its prompt."""
+        assert session is not None, "no tool runs before the session does"
+        return session.rule(action)
 
     with ExitStack() as stack:
-        mcp_tools = [stack.enter_context(mcp_registry(command, name=name))
-                     for name, command in filter(None, servers)]
+        mcp_tools = []
+        for name, command in filter(None, servers):
+            try:
+                mcp_tools.append(stack.enter_context(mcp_registry(command, name=name,
+                                                                  policy=approve)))
+            except MCPServerError as exc:
+                Console(stderr=True, highlight=False).print(
+                    f"MCP 服务器 {name} 没有启动起来（--mcp {name}=…）：{exc}", markup=False)
+                return EXIT_CONFIG
         session = Session(client, model, root, console, approve=args.approve, label=label,
                           stream=not args.no_stream, max_iters=args.max_iters,
                           trajectory=trajectory, suggested=task.prompt if task else None,
@@ -115,8 +129,31 @@ def main(args: argparse.Namespace) -> int:
 def _server(text: str) -> tuple[str, list[str]] | None:
     """NAME=COMMAND as (name, argv); None when it is not written that way."""
     name, _, command = text.partition("=")
-    argv = shlex.split(command) if command.strip() else []
+    try:
+        argv = shlex.split(command) if command.strip() else []
+    except ValueError:  # an unclosed quote
+        return None
     return (name.strip(), argv) if name.strip() and argv else None
+
+
+def _servers_problem(servers: list[tuple[str, list[str]] | None]) -> str | None:
+    """What is wrong with the --mcp options, in Chinese; None when nothing is."""
+    if not servers:
+        return None
+    if None in servers:
+        return ("--mcp 要写成 名字=命令，例如 course='python -m vibe_agent.course.mcp_server'"
+                "（引号要成对）。")
+    from ..mcp_tools import SERVER_NAME
+
+    names = [name for name, _ in filter(None, servers)]
+    for name in names:
+        if not SERVER_NAME.fullmatch(name):
+            return (f"--mcp 的服务器名 {name!r} 不能用：只能有字母、数字、- 和单个 _"
+                    f"（它是工具名 mcp__{{服务器名}}__{{工具名}} 的一部分，里面不能有 __）。")
+    if len(set(names)) < len(names):
+        twice = next(name for name in names if names.count(name) > 1)
+        return f"--mcp 的服务器名 {twice!r} 用了两次：每个服务器要有自己的名字。"
+    return None
 
 
 def _client(mode: str | None, task: BugFixTask | None) -> tuple[Any, str, str]:

@@ -12,7 +12,13 @@ Its tools:
     page_length(url)              the demo task's page tool, on the bundled pages only
                                   (no network: any other address is not found)
 
-Every tool is annotated read-only. To use it from another client, give that client
+Every tool is annotated read-only. A tool's error (the calculator refusing 1/0) comes
+back as its text with `isError: true`, as the specification asks, so that any client
+sees a failure. The server claims only what it serves: tools, with no subscriptions
+and no change notifications (its tool list never changes); `serverInfo.version` is the
+package's version.
+
+To use it from another client, give that client
 the command; for example, in the `mcpServers` section of a JSON configuration
 (Claude Desktop, Cursor, Cline and others use this shape):
 
@@ -24,19 +30,22 @@ the command; for example, in the `mcpServers` section of a JSON configuration
 from __future__ import annotations
 
 import argparse
+import functools
 import html
 import json
+import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from ..registry import function_to_tool
 from ..tools import DemoTools
@@ -160,6 +169,30 @@ class CourseTools:
 TOOL_NAMES = ("search_course", "calculator", "current_time", "page_length")
 
 
+def package_version() -> str:
+    """The vibe-agent package's version, for `serverInfo.version`."""
+    try:
+        return metadata.version("vibe-agent")
+    except metadata.PackageNotFoundError:  # run from a source folder that is not installed
+        return "0+source"
+
+
+def reporting_errors(method: Callable[..., str]) -> Callable[..., Any]:
+    """`method`, whose "Error: ..." answers become results with `isError: true`.
+
+    The course's tools answer a mistake with text (the model reads it either way); over
+    MCP the result must also say it is an error, or other clients report a success.
+    """
+    @functools.wraps(method)
+    def tool(**arguments: Any) -> str | CallToolResult:
+        text = method(**arguments)
+        if text.startswith("Error:"):
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        return text
+
+    return tool
+
+
 def build_server(clock: datetime | None = None) -> MCPServer:
     """The course's MCP server (not yet running).
 
@@ -172,11 +205,18 @@ def build_server(clock: datetime | None = None) -> MCPServer:
     for name in TOOL_NAMES:
         method = getattr(course, name)
         ours = function_to_tool(method)  # the schema a local ToolRegistry would send
-        tool = Tool.from_function(method, name=name, description=ours.description,
-                                  annotations=READ_ONLY, structured_output=False)
+        tool = Tool.from_function(reporting_errors(method), name=name,
+                                  description=ours.description, annotations=READ_ONLY,
+                                  structured_output=False)
         tool.parameters = ours.parameters  # listed as is: descriptions included
         tools.append(tool)
-    return MCPServer(SERVER_NAME, instructions="The Vibe Agent course's own tools.", tools=tools)
+    # subscriptions=False: no subscriptions/listen, so no listChanged or subscribe claimed
+    server = MCPServer(SERVER_NAME, version=package_version(), tools=tools,
+                       instructions="The Vibe Agent course's own tools.", subscriptions=False)
+    # The pages come from the bundled copies: a logged "HTTP Request: GET https://..."
+    # (httpx2 logs each request at INFO) would tell a person the server went online.
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
+    return server
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,8 +9,12 @@
 
 The first two run the learner's function on MCP SDK objects built here (the SDK's own
 types); the third starts the learner's file with `mcp_registry`, like any MCP server.
-Each typical mistake gets its own hint: the inputSchema dropped or mangled, names not
-namespaced, an error result passed on as a success, the package's own version handed in.
+Each typical mistake gets its own hint: the inputSchema dropped or mangled (a parameter
+named `title` deleted by a recursive strip, `required` left out), names not namespaced,
+an error result passed on as a success (or a success that merely says "errors" taken
+for one), blocks joined without newlines, `mime_type` read from a block that has none,
+a Chinese count that takes kana or é for Chinese or stops at the old end U+9FA5, a
+server that prints on stdout, the package's own version handed in.
 """
 
 from __future__ import annotations
@@ -22,7 +26,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
+from mcp.types import (
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    TextContent,
+    TextResourceContents,
+    ToolAnnotations,
+)
 from mcp.types import Tool as MCPTool
 
 from ...mcp_tools import (
@@ -54,6 +65,12 @@ NOW = MCPTool(name="now", description=None,
 SEARCH_FS = MCPTool(name="search", description="Search the files.",
                     input_schema={"type": "object", "properties": {
                         "pattern": {"type": "string"}}, "required": ["pattern"]})
+CREATE_ISSUE = MCPTool(  # GitHub's create_issue has a parameter called "title"
+    name="create_issue", description="Create an issue in a repository.",
+    input_schema={"type": "object", "title": "create_issueArguments", "properties": {
+        "repo": {"type": "string", "title": "Repo", "description": "owner/name"},
+        "title": {"type": "string", "title": "Title", "description": "the issue's title"},
+        "body": {"type": "string", "title": "Body"}}, "required": ["repo", "title"]})
 SEARCH_WEB = MCPTool(name="search", description="Search the web.",
                      input_schema={"type": "object", "properties": {
                          "query": {"type": "string"}, "limit": {"type": "integer"}},
@@ -78,6 +95,7 @@ LISTING_CASES: list[tuple[str, list[MCPTool], str]] = [
     ("描述是 None、没有 required 的工具", [NOW], "clock"),
     ("两个服务器都有 search", [SEARCH_FS], "fs"),
     ("同一份列表里两个工具", [WEATHER, NOW], "demo"),
+    ("有一个参数就叫 title（GitHub 的 create_issue）", [CREATE_ISSUE], "github"),
 ]
 SEARCH_PAIR = ([SEARCH_FS], "fs"), ([SEARCH_WEB], "web")
 
@@ -126,14 +144,22 @@ def _parameters_problem(name: str, got: Any, wanted: dict[str, Any],
     if not isinstance(got, dict) or not got or got == {"type": "object"}:
         return (f"{name} 的 parameters 是 {short(got)}：inputSchema 丢了",
                 "parameters 来自 tool.input_schema：模型只能从这里知道要传哪些参数。")
-    if got == tool.input_schema:
-        return (f"{name} 的 parameters 原样照抄了 inputSchema（带着 title）",
-                "去掉每个属性里的 \"title\"（它只是重复参数名）；其余保持原样，"
-                "并且总是写出 \"required\"（没有就是 []）。")
     if got.get("type") != "object" or not isinstance(got.get("properties"), dict):
         return (f"{name} 的 parameters 是 {short(got)}",
                 "parameters 的最外层是 {\"type\": \"object\", \"properties\": {...}, "
                 "\"required\": [...]}。")
+    if "required" not in got:
+        return (f"{name} 的 parameters 里没有 \"required\" 这个键",
+                "总是写出 \"required\"：input_schema 里没有 required 时写 []"
+                "（用 schema.get(\"required\", [])），有的服务商缺了它会拒收。")
+    if got == tool.input_schema:
+        return (f"{name} 的 parameters 原样照抄了 inputSchema（带着 title）",
+                "去掉每个属性里的 \"title\"（它只是重复参数名）；其余保持原样。")
+    if "title" in wanted["properties"] and "title" not in got["properties"]:
+        return (f"{name} 的参数 title 不见了：它是一个真正的参数，不是说明",
+                "只去掉每个属性自己的 \"title\" 键（{k: v for k, v in prop.items() if k != "
+                "\"title\"}），不要递归地删掉所有叫 title 的键：properties 的键是参数名，"
+                "GitHub 的 create_issue 就有一个参数叫 title。")
     if set(got["properties"]) != set(wanted["properties"]):
         return (f"{name} 的参数是 {sorted(got['properties'])}，期望 {sorted(wanted['properties'])}",
                 "properties 的每个键都要保留：一个参数都不能少，也不要自己添。")
@@ -189,13 +215,18 @@ def check_mcp_to_openai_tools(fn: Callable[[list[MCPTool], str], Any]) -> Verdic
 PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJ"
        "RU5ErkJggg==")  # a 1x1 PNG, base64
 
+NOTES = TextResourceContents(uri="file:///notes.txt", mime_type="text/plain", text="买牛奶")
+
 # (case, result, what the text must contain, must it start with "Error:")
 RESULT_CASES: list[tuple[str, CallToolResult, list[str], bool]] = [
     ("一段文字", CallToolResult(content=[TextContent(type="text", text="17 * 23 = 391")]),
      ["17 * 23 = 391"], False),
     ("两段文字", CallToolResult(content=[TextContent(type="text", text="第一段"),
                                       TextContent(type="text", text="第二段")]),
-     ["第一段", "第二段"], False),
+     ["第一段", "第二段", "第一段\n第二段"], False),
+    ("成功的结果里有 error 这个词", CallToolResult(content=[
+        TextContent(type="text", text="lint: 0 errors, 2 warnings")]),
+     ["lint: 0 errors, 2 warnings"], False),
     ("isError 的结果", CallToolResult(content=[TextContent(type="text", text="disk full")],
                                     is_error=True), ["disk full"], True),
     ("文字加一张图片", CallToolResult(content=[
@@ -204,6 +235,10 @@ RESULT_CASES: list[tuple[str, CallToolResult, list[str], bool]] = [
      ["a caption", "image/png"], False),
     ("只有一张图片", CallToolResult(content=[
         ImageContent(type="image", data=PNG, mime_type="image/png")]), ["image/png"], False),
+    ("文字加一个嵌入的资源（没有 mime_type 的块）", CallToolResult(content=[
+        TextContent(type="text", text="见附件"), EmbeddedResource(type="resource",
+                                                                  resource=NOTES)]),
+     ["见附件", "resource"], False),
 ]
 
 
@@ -216,6 +251,10 @@ def _result_problem(got: Any, must: list[str], error: bool) -> tuple[str, str] |
                 "result.is_error 为 True 时，文字要以 \"Error:\" 开头：注册表和模型都靠它认出"
                 "这次调用失败了，否则模型会把错误信息当成答案。")
     if not error and got.startswith("Error:"):
+        if "error" in must[0].lower():
+            return (f"成功的结果被当成了错误：{short(got)}",
+                    "文字里有 error 这个词，不等于工具出错了（\"lint: 0 errors\" 是成功）："
+                    "只看 result.is_error，不要在文字里找 error。")
         return (f"成功的结果被写成了错误：{short(got)}",
                 "只有 result.is_error 为 True 时才加 \"Error:\"。")
     missing = [word for word in must if word not in got]
@@ -223,6 +262,12 @@ def _result_problem(got: Any, must: list[str], error: bool) -> tuple[str, str] |
         return (f"图片被悄悄丢掉了：{short(got)}",
                 "模型只读文字，图片不能原样给它，但要说明这里有一张什么图，例如 "
                 "\"[image image/png, ... not shown]\"：读 block.type 和 block.mime_type。")
+    if "resource" in missing:
+        return (f"嵌入的资源被悄悄丢掉了：{short(got)}",
+                "不是文字的块都要写一行说明，至少写出 block.type（这里是 \"resource\"）。")
+    if missing == ["第一段\n第二段"]:
+        return (f"两段文字连在了一起：{short(got)}",
+                "文字块之间用换行连起来（\"\\n\".join(...)），不然模型读到的是一整句。")
     if missing:
         return (f"文字里少了 {missing}：{short(got)}",
                 "把每个 type == \"text\" 的 block 的 block.text 都写进去，用换行连起来。")
@@ -238,9 +283,13 @@ def check_result_to_text(fn: Callable[[CallToolResult, str], Any]) -> Verdict:
         return report.verdict()
     for label, result, must, error in RESULT_CASES:
         with report.case(label):
-            got = attempt(fn, result, "mcp__demo__tool").get(
-                "result 是 SDK 的 CallToolResult：result.content 是 block 的列表，"
-                "result.is_error 说明是不是出错。")
+            called = attempt(fn, result, "mcp__demo__tool")
+            if isinstance(called.error, AttributeError) and "mime_type" in str(called.error):
+                fail(called.raised(), "不是每种块都有 mime_type（EmbeddedResource 的类型写在 "
+                     "block.resource 里）：先看 block.type，或者用 getattr(block, "
+                     "\"mime_type\", \"\")。")
+            got = called.get("result 是 SDK 的 CallToolResult：result.content 是 block 的列表，"
+                             "result.is_error 说明是不是出错。")
             if problem := _result_problem(got, must, error):
                 fail(*problem)
     return report.verdict()
@@ -251,13 +300,25 @@ def check_result_to_text(fn: Callable[[CallToolResult, str], Any]) -> Verdict:
 # ---------------------------------------------------------------------------
 
 TOOL = "count_chinese"
-SAMPLES = ["智能体循环", "MCP 服务器：一个进程", "no Chinese here", "", "你好，world！再见"]
+SAMPLES = ["智能体循环", "MCP 服务器：一个进程", "no Chinese here", "", "你好，world！再见",
+           "かな、café 和漢字", "鿏和鿔是新造的字"]  # kana and é; U+9FCF and U+9FD4
 UNSOLVED = "NotImplementedError"
 
 
-def chinese_characters(text: str) -> int:
+def chinese_characters(text: str, block: str = "\u4e00-\u9fff") -> int:
     """The checker's own count: characters in the CJK Unified Ideographs block."""
-    return len(re.findall(r"[\u4e00-\u9fff]", text))
+    return len(re.findall(f"[{block}]", text))
+
+
+def _count_hint(text: str, got: str) -> str:
+    """The hint for a wrong count of `text`, naming the mistake the number shows."""
+    if got == str(chinese_characters(text, "\u4e00-\u9fa5")):
+        return ("\\u9fa5 是旧标准里这一区的结尾：U+9FA6 到 U+9FFF 也是汉字（例如元素名 鿏、鿔），"
+                "范围要写到 \\u9fff。")
+    if got == str(sum(1 for char in text if not char.isascii() and char.isalpha())):
+        return ("不是 ASCII 的字母不一定是汉字：假名（かな）、é 都不是。只数 \\u4e00 到 \\u9fff "
+                "之间的字符。")
+    return "只数汉字（\\u4e00 到 \\u9fff），返回一个整数；标点、空格、字母都不算。"
 
 
 def check_my_server(path: str | Path) -> Verdict:
@@ -269,9 +330,13 @@ def check_my_server(path: str | Path) -> Verdict:
             fail(f"找不到文件 {path}", "先运行上面写文件的那一格（%%writefile）。")
         return report.verdict()
     try:
-        with mcp_registry([sys.executable, str(path)], name="mine", timeout=10) as tools:
+        # allow-all: the checker is the only one calling (no person to ask). Unbuffered:
+        # a print() reaches stdout at once, not whenever Python flushes its buffer.
+        with mcp_registry([sys.executable, str(path)], name="mine", timeout=10,
+                          env={"PYTHONUNBUFFERED": "1"}, policy="allow-all") as tools:
             _check_listing(report, tools)
             _check_calls(report, tools)
+            _check_stdout(report, tools)
     except MCPServerError as exc:
         if UNSOLVED in str(exc):
             report.unsolved = True
@@ -329,4 +394,13 @@ def _check_calls(report: Report, tools: Any) -> None:
                      "在 notebook 里直接调用 count_chinese(...) 试试，先让函数本身对。")
             if result.output.strip() != wanted:
                 fail(f"得到 {result.output!r}，期望 {wanted}",
-                     "只数汉字（\\u4e00 到 \\u9fff），返回一个整数；标点、空格、字母都不算。")
+                     _count_hint(text, result.output.strip()))
+
+
+def _check_stdout(report: Report, tools: Any) -> None:
+    with report.case("stdout 上只有 MCP 消息"):
+        if tools.garbage:
+            fail(f"服务器往 stdout 写了一行不是 MCP 消息的字：{tools.garbage[0]!r}",
+                 "stdout 是协议管道：server.run() 之前不要 print（run() 之后 SDK 才把 stdout "
+                 "改接到 stderr）。要打印就写到 stderr：print(..., file=sys.stderr)。"
+                 "这次客户端碰巧跳过了这一行，换一个客户端可能就连不上。")
