@@ -195,8 +195,11 @@ class Session:
         finally:
             self.save()
         self.end_line()
-        if not printed and result.answer:
-            self.console.print(result.answer, markup=False, highlight=False)
+        text = result.answer
+        if result.stop_reason is StopReason.CUT_OFF:  # shown as it came, then said to be cut
+            text = result.messages[-1].get("content")
+        if not printed and text:
+            self.console.print(text, markup=False, highlight=False)
         if result.stop_reason is not StopReason.ANSWERED:
             self.console.print(f"[yellow]⏹ {escape(result.message)}[/]")
         seconds = f"，{time.perf_counter() - started:.1f} 秒" if self.timings else ""
@@ -209,11 +212,13 @@ class Session:
             self.mid_line = False
 
     def close_interrupted_turn(self) -> None:
-        """Make the history valid again after Ctrl-C: every tool call answered."""
-        answered = {m.get("tool_call_id") for m in self.messages if m.get("role") == "tool"}
-        for message in reversed(self.messages):
-            if message.get("role") == "assistant":
-                for call in message.get("tool_calls") or []:
+        """Make the history valid again after Ctrl-C: every tool call answered (only the
+        answers after the last assistant message count: a model may reuse an id)."""
+        for at in range(len(self.messages) - 1, -1, -1):
+            if self.messages[at].get("role") == "assistant":
+                answered = {m.get("tool_call_id") for m in self.messages[at + 1:]
+                            if m.get("role") == "tool"}
+                for call in self.messages[at].get("tool_calls") or []:
                     if call["id"] not in answered:
                         self.messages.append({"role": "tool", "tool_call_id": call["id"],
                                               "content": INTERRUPTED})
