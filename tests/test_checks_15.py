@@ -28,11 +28,83 @@ def good_accumulate(chunks):
             if piece.id and not call["id"]:
                 call["id"] = piece.id
             if piece.function:
-                call["function"]["name"] += piece.function.name or ""
+                if piece.function.name and not call["function"]["name"]:
+                    call["function"]["name"] = piece.function.name
                 call["function"]["arguments"] += piece.function.arguments or ""
     message = {"role": "assistant", "content": content}
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return message
+
+
+def accumulate_like(chunks, *, join_ids=False, join_names=False, first_piece_only=False,
+                    raw_index=False):
+    """good_accumulate with one of the mistakes a beginner makes switched on."""
+    content, calls, last = None, {}, 0
+    for chunk in chunks:
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        if delta.content:
+            content = (content or "") + delta.content
+        pieces = (delta.tool_calls or [])[:1] if first_piece_only else delta.tool_calls or []
+        for piece in pieces:
+            if raw_index:
+                index = piece.index
+            else:
+                index = piece.index if piece.index is not None else last
+                last = index
+            call = calls.setdefault(index, {"id": "", "type": "function",
+                                            "function": {"name": "", "arguments": ""}})
+            if join_ids:
+                call["id"] += piece.id or ""
+            elif piece.id and not call["id"]:
+                call["id"] = piece.id
+            if piece.function:
+                if join_names:
+                    call["function"]["name"] += piece.function.name or ""
+                elif piece.function.name and not call["function"]["name"]:
+                    call["function"]["name"] = piece.function.name
+                call["function"]["arguments"] += piece.function.arguments or ""
+    message = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return message
+
+
+def ids_joined(chunks):
+    return accumulate_like(chunks, join_ids=True)
+
+
+def names_joined(chunks):
+    return accumulate_like(chunks, join_names=True)
+
+
+def first_piece_only(chunks):
+    return accumulate_like(chunks, first_piece_only=True)
+
+
+def keyed_by_raw_index(chunks):
+    return accumulate_like(chunks, raw_index=True)
+
+
+def keyed_by_raw_index_sorted_safely(chunks):
+    """Keys by the raw index too, but sorts None first instead of raising."""
+    message = accumulate_like(chunks[:0])
+    calls = {}
+    for chunk in chunks:
+        for choice in chunk.choices:
+            if choice.delta.content:
+                message["content"] = (message["content"] or "") + choice.delta.content
+            for piece in choice.delta.tool_calls or []:
+                call = calls.setdefault(piece.index, {"id": "", "type": "function",
+                                                      "function": {"name": "", "arguments": ""}})
+                call["id"] = call["id"] or piece.id or ""
+                call["function"]["name"] = call["function"]["name"] or piece.function.name or ""
+                call["function"]["arguments"] += piece.function.arguments or ""
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls, key=lambda i: (i is not None,
+                                                                                 i or 0))]
     return message
 
 
@@ -134,6 +206,12 @@ def test_the_right_accumulate_passes(capsys):
     pytest.param(arrival_order, "按 index 从小到大", id="calls-in-arrival-order"),
     pytest.param(no_type, "type", id="type-missing"),
     pytest.param(hard_coded, "接起来", id="hard-coded"),
+    pytest.param(ids_joined, "别接起来", id="ids-concatenated-when-repeated"),
+    pytest.param(names_joined, "calculatorcalculator", id="names-concatenated-when-repeated"),
+    pytest.param(first_piece_only, "不能只看第一项", id="only-the-first-piece-of-a-chunk"),
+    pytest.param(keyed_by_raw_index, "TypeError", id="keyed-by-raw-index-raises"),
+    pytest.param(keyed_by_raw_index_sorted_safely, "先把 None 换成上一个 index",
+                 id="keyed-by-raw-index-extra-call"),
     pytest.param(borrowed, "不要调用包里的 accumulate", id="calls-the-package"),
     pytest.param(borrowed_private, "accumulate", id="calls-assemble-through-module"),
     pytest.param(unsolved, "还没完成", id="unsolved"),

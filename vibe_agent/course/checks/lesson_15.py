@@ -61,7 +61,32 @@ def _accumulate_cases() -> list[tuple[str, list[dict[str, Any]], str]]:
             chunk(call(1, b, "get_time", "{}")), chunk(call(0, a, "calculator", expr)),
             chunk({}, "tool_calls")],
          "结果里的 tool_calls 按 index 从小到大排，不按到达顺序。"),
+        ("每个 delta 都重复 id", [
+            chunk(call(0, a, "calculator", "")), chunk(call(0, a, None, expr[:9])),
+            chunk(call(0, a, None, expr[9:])), chunk({}, "tool_calls")],
+         f"有的服务在每个 delta 里都重复 id：id 只记第一次出现的值，别接起来（会变成 {a}{a}）。"),
+        ("每个 delta 都重复函数名", [
+            chunk(call(0, a, "calculator", "")), chunk(call(0, "", "calculator", expr[:9])),
+            chunk(call(0, None, "calculator", expr[9:])), chunk({}, "tool_calls")],
+         "函数名和 id 一样只记第一次出现的值：有的服务每个 delta 都重复 name，"
+         "接起来就成了 calculatorcalculator。"),
+        ("一个数据块里有两个调用", [
+            chunk(_two(call(0, a, "calculator", ""), call(1, b, "get_time", "{}"))),
+            chunk(call(0, arguments=expr)), chunk({}, "tool_calls")],
+         "delta.tool_calls 是一个列表：一个数据块里可以有几个调用的片段，"
+         "每一项都要处理，不能只看第一项。"),
+        ("几个调用，后面的片段没有 index", [
+            chunk(call(0, a, "calculator", "")), chunk(call(None, None, None, expr[:9])),
+            chunk(call(1, b, "get_time", "")), chunk(call(None, None, None, "{}")),
+            chunk(call(0, arguments=expr[9:])), chunk({}, "tool_calls")],
+         "index 是 None 的片段属于上一个调用：先把 None 换成上一个 index，再拿它当键"
+         "（直接用 None 当键，会多出一个调用，排序时还会 TypeError）。"),
     ]
+
+
+def _two(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """One delta carrying the pieces of two calls."""
+    return {"tool_calls": first["tool_calls"] + second["tool_calls"]}
 
 
 def _normalised(message: Any) -> Any:
