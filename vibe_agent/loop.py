@@ -83,7 +83,7 @@ DEFAULT_SYSTEM_PROMPT = (
 class AgentResult:
     """Everything a run produced: the answer, why it stopped, and how it got there."""
 
-    answer: str | None
+    answer: str | None  # the final answer; CUT_OFF: the text so far; otherwise None
     stop_reason: StopReason
     message: str  # one line explaining the stop
     messages: list[dict[str, Any]]
@@ -213,9 +213,10 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
             cut = cut_off_calls(reply, said.finish_reason)
             messages.append(assistant_message(reply, cut))
             if not reply.tool_calls:
-                if said.finish_reason == "length":  # an unfinished answer is not an answer
-                    raise cut_off_answer(request.get("max_tokens",
+                if said.finish_reason == "length":  # unfinished: its text, but not an answer
+                    cut = cut_off_answer(request.get("max_tokens",
                                                      request.get("max_completion_tokens")))
+                    return finish(cut.reason, cut.message, reply.content or "")
                 refusal = check_answer(finish_check, reply.content or "")
                 if refusal is None:
                     return finish(StopReason.ANSWERED, "模型给出了最终回答。", reply.content or "")

@@ -18,8 +18,9 @@ A reply cut off by max_tokens (finish_reason "length") is unfinished. A call who
 arguments were cut is never run: it is answered with `CUT_OFF_CALL`, and the history
 carries "{}" as its arguments, since a provider may reject the half-written JSON
 (llama.cpp answers HTTP 500). An answer that was cut ends the run as CUT_OFF
-(`cut_off_answer`), never as a plain ANSWERED; the loop does not ask the model to
-go on by itself (the person or the caller decides: a larger max_tokens, or "go on").
+(`cut_off_answer`), never as a plain ANSWERED: the result keeps the text so far, but
+`ok` is False. The loop does not ask the model to go on by itself (the person or the
+caller decides: a larger max_tokens, or "go on").
 
 What goes into the history is text a provider accepts: a lone surrogate (a file
 name that is not UTF-8, echoed back by a tool) becomes U+FFFD (`clean_text`), and

@@ -195,11 +195,8 @@ class Session:
         finally:
             self.save()
         self.end_line()
-        text = result.answer
-        if result.stop_reason is StopReason.CUT_OFF:  # shown as it came, then said to be cut
-            text = result.messages[-1].get("content")
-        if not printed and text:
-            self.console.print(text, markup=False, highlight=False)
+        if not printed and result.answer:
+            self.console.print(result.answer, markup=False, highlight=False)
         if result.stop_reason is not StopReason.ANSWERED:
             self.console.print(f"[yellow]⏹ {escape(result.message)}[/]")
         seconds = f"，{time.perf_counter() - started:.1f} 秒" if self.timings else ""
