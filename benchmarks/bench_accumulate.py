@@ -1,6 +1,6 @@
 """Joining a streamed reply: does the time grow with the size of the reply, or faster?
 
-    python benchmarks/bench_accumulate.py [--sizes 0.5 1 2 4] [--piece 32]
+    python benchmarks/bench_accumulate.py [--sizes 2 16] [--piece 32]
 
 One tool call whose arguments arrive in `--piece`-character deltas (32: about what a
 provider sends for a long `write_file`), `stream.assemble` joining them. The chunks are
@@ -12,6 +12,10 @@ next to the data ratio. Linear joining keeps the two about equal; joining with
 
 The sizes are above the default cap on one call's arguments (`ReplyLimits`), so the
 benchmark raises that cap: this is the setting a caller changes too.
+
+Measured on the course machine (2 shared cores, busy): 2 MB took 34.7 s before the
+pieces were joined once (`str +=`; 0.25 MB -> 2 MB: time x475), and 0.29 s after
+(2 MB -> 16 MB: time x6.5).
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ def timed(total: int, piece: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=float, nargs="+", default=[0.5, 1, 2, 4],
+    parser.add_argument("--sizes", type=float, nargs="+", default=[2, 16],
                         help="megabytes of arguments (10^6 characters)")
     parser.add_argument("--piece", type=int, default=32, help="characters per delta")
     args = parser.parse_args()
