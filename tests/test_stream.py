@@ -62,12 +62,18 @@ CASES = [
          chunk(call(0, "call_b", "get_time", "{}")), chunk({}, "tool_calls")],
         {"role": "assistant", "content": None, "tool_calls": WANT_TWO},
         id="one-index-reused-for-two-ids"),
-    pytest.param(
-        [chunk(call(0, "call_a", "calc", "")),
-         chunk(call(0, "", "ulator", '{"expression": ')),
-         chunk(call(0, "call_a", None, '"17*23"}')), chunk({}, "tool_calls")],
+    pytest.param(  # the id and the name come again: kept once, never joined
+        [chunk(call(0, "call_a", "calculator", "")),
+         chunk(call(0, "", "calculator", '{"expression": ')),
+         chunk(call(0, "call_a", "", '"17*23"}')), chunk({}, "tool_calls")],
         {"role": "assistant", "content": None, "tool_calls": WANT_TWO[:1]},
-        id="name-split-id-repeated-or-empty"),
+        id="name-and-id-repeated-or-empty"),
+    pytest.param(  # two calls in one chunk's delta.tool_calls
+        [chunk({"tool_calls": [call(0, "call_a", "calculator", '{"expression": "17*23"}')[
+            "tool_calls"][0], call(1, "call_b", "get_time", "{}")["tool_calls"][0]]}),
+         chunk({}, "tool_calls")],
+        {"role": "assistant", "content": None, "tool_calls": WANT_TWO},
+        id="two-calls-in-one-chunk"),
     pytest.param(
         [chunk({"content": "好的"}), chunk(call(0, "c1", "search", '{"q": "\\u4e')),
          chunk(call(0, arguments='2d\\u6587"}')), chunk({}, "tool_calls")],
@@ -94,7 +100,8 @@ def test_accumulate_on_plain_dicts_gives_the_same(chunks, want):
 
 
 def test_escaped_arguments_parse_after_joining():
-    message = accumulate(stream_of(CASES[6].values[0]))
+    escaped = next(case for case in CASES if case.id == "arguments-split-inside-json-escape")
+    message = accumulate(stream_of(escaped.values[0]))
     assert json.loads(message["tool_calls"][0]["function"]["arguments"]) == {"q": "中文"}
 
 

@@ -57,8 +57,17 @@ from .brakes import (
     too_many_calls,
 )
 from .registry import ToolRegistry
-from .reply import ask_model, assistant_message, clean_text, function_calls
+from .reply import (
+    CUT_OFF_CALL,
+    ask_model,
+    assistant_message,
+    clean_text,
+    cut_off_answer,
+    cut_off_calls,
+    function_calls,
+)
 from .stops import Stop, StopReason
+from .stream import DEFAULT_LIMITS, ReplyLimits
 from .trace import Trace, TraceStep, current_step, shorten
 
 if TYPE_CHECKING:
@@ -82,7 +91,7 @@ DEFAULT_SYSTEM_PROMPT = (
 class AgentResult:
     """Everything a run produced: the answer, why it stopped, and how it got there."""
 
-    answer: str | None
+    answer: str | None  # the final answer; CUT_OFF: the text so far; otherwise None
     stop_reason: StopReason
     message: str  # one line explaining the stop
     messages: list[dict[str, Any]]
@@ -118,6 +127,7 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
               trace: Trace | None = None, on_step: Callable[[TraceStep], None] | None = None,
               prepare: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
               stream: bool = False, on_text: Callable[[str], None] | None = None,
+              reply_limits: ReplyLimits = DEFAULT_LIMITS,
               messages: list[dict[str, Any]] | None = None, tool_workers: int = 1,
               compaction: Compaction | None = None,
               finish_check: Callable[[str], str | None] | None = None, max_refusals: int = 3,
@@ -140,7 +150,12 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
         on_step: called with every step as it happens (e.g. to print live).
         prepare: makes what is sent each round from the full history (`vibe_agent.context`).
         stream: ask for streamed replies (with usage at the end); the result is the same.
+            `stream_options=None` leaves that field out of the request (for a server that
+            rejects it; then no usage comes back).
         on_text: with `stream`, called with each piece of the model's text as it arrives.
+        reply_limits: how far one reply may go: a streamed reply's time and bytes, one
+            call's arguments (`vibe_agent.stream.ReplyLimits`: 600 s, 32,000,000 bytes,
+            2,000,000 characters). A reply past them ends the run as REPLY_TOO_LONG.
         messages: an earlier conversation to go on with (a terminal session): the question
             and everything after it are appended to this very list, so even a run cut
             short by Ctrl-C leaves its part there (`system_prompt` is used only when the
@@ -155,6 +170,9 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
             None accepts it, a message refuses it: the message goes back as the next user
             turn and the run goes on (e.g. `vibe_agent.plan.tests_gate`). None: no check.
         request_options: more fields for `chat.completions.create` (e.g. max_tokens).
+            A reply that max_tokens cuts off (finish_reason "length") is unfinished: a
+            call cut in half is not run but answered with a note (the run goes on), an
+            answer cut off ends the run as CUT_OFF (`vibe_agent.reply`).
     """
     brakes = Brakes(max_iters, max_repeats, max_cycle, max_tool_errors, max_result_chars,
                     max_refusals, max_calls_per_reply)
@@ -166,8 +184,10 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
     messages.append({"role": "user", "content": clean_text(question)})
     trace = Trace() if trace is None else trace
     trace.model, request = model, request_fields(registry, model, temperature, request_options)
-    if stream:  # the caller's stream_options win (some providers reject include_usage)
+    if stream:  # the caller's stream_options win; None: not sent (some servers reject it)
         request = {"stream": True, "stream_options": {"include_usage": True}} | request
+        if request["stream_options"] is None:
+            del request["stream_options"]
     previous_calls: list[tuple[str, str]] = []  # for the repeat and cycle brakes
     errors, refusals, round_no = ToolErrorBrake(brakes.max_tool_errors), 0, 0
 
@@ -191,14 +211,22 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
             if compaction:  # over its budget, the middle of the history becomes a summary
                 compaction.check(messages, round_no, record)
             try:
-                reply = ask_model(client, round_no, record, on_text, messages=sent(), **request)
+                reply, said = ask_model(client, round_no, record, on_text, reply_limits,
+                                        messages=sent(), **request)
             except Stop as failed:  # too long for the window: compact, retry the round once
                 if not (compaction and compaction.overflowed(failed, messages, round_no, record)):
                     raise
-                reply = ask_model(client, round_no, record, on_text, messages=sent(), **request)
-            # 2. the assistant message goes back verbatim; no tool_calls: the only normal exit
-            messages.append(assistant_message(reply))
+                reply, said = ask_model(client, round_no, record, on_text, reply_limits,
+                                        messages=sent(), **request)
+            # 2. the assistant message goes back verbatim (calls that max_tokens cut in half
+            #    with "{}" as their arguments); no tool_calls: the only normal exit
+            cut = cut_off_calls(reply, said.finish_reason)
+            messages.append(assistant_message(reply, cut))
             if not reply.tool_calls:
+                if said.finish_reason == "length":  # unfinished: its text, but not an answer
+                    ended = cut_off_answer(request.get("max_tokens",
+                                                       request.get("max_completion_tokens")))
+                    return finish(ended.reason, ended.message, reply.content or "")
                 refusal = check_answer(finish_check, reply.content or "")
                 if refusal is None:
                     return finish(StopReason.ANSWERED, "模型给出了最终回答。", reply.content or "")
@@ -223,6 +251,10 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
                     if stop:  # a brake tripped earlier in this reply: answered, not run
                         step.outcome = "not_run"
                         step.result = f"Error: not run, the loop stopped ({stop.reason.value})."
+                    elif step.tool_call_id in cut:  # its arguments are half-written: not run
+                        step.outcome = "cut_off"
+                        step.result = CUT_OFF_CALL.format(
+                            arguments=repr(shorten(step.arguments, 200)))
                     else:  # refused: not run
                         stop = (too_many_calls(number, len(steps), step, brakes)
                                 or spinning(previous_calls, step, brakes))

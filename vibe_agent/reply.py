@@ -1,15 +1,26 @@
 """Talking to the model: one request, and its reply checked before the loop uses it.
 
     ask_model(client, ...)         one request, recorded as a model step
-        streamed_reply(chunks)     a stream joined back into one completion (lesson 15)
+        streamed_reply(chunks)     a stream joined back into one completion (lesson 15),
+                                   within `ReplyLimits` (time, bytes, one call's arguments)
         read_reply(response)       a usable chat completion, or Stop(PROVIDER_ERROR)
+    cut_off_calls(message, ...)    the calls max_tokens cut in half (finish_reason "length")
     assistant_message(message)     the reply as the history carries it
 
 A model service can fail (an HTTP error, a time-out, an HTML page where JSON was
 expected, a context window that is too small), and a reply can be unusable (no
-choices, a tool call without an id or with an id seen twice). Each becomes a
-`Stop` with one line for people (`provider_failure`, `too_long`); none of it is
-the model's mistake, so none of it goes back to the model.
+choices, a tool call without an id or with an id seen twice, a streamed chunk with
+a field of the wrong type). Each becomes a `Stop` with one line for people
+(`provider_failure`, `too_long`); none of it is the model's mistake, so none of it
+goes back to the model. A reply past `ReplyLimits` ends the run as REPLY_TOO_LONG.
+
+A reply cut off by max_tokens (finish_reason "length") is unfinished. A call whose
+arguments were cut is never run: it is answered with `CUT_OFF_CALL`, and the history
+carries "{}" as its arguments, since a provider may reject the half-written JSON
+(llama.cpp answers HTTP 500). An answer that was cut ends the run as CUT_OFF
+(`cut_off_answer`), never as a plain ANSWERED: the result keeps the text so far, but
+`ok` is False. The loop does not ask the model to go on by itself (the person or the
+caller decides: a larger max_tokens, or "go on").
 
 What goes into the history is text a provider accepts: a lone surrogate (a file
 name that is not UTF-8, echoed back by a tool) becomes U+FFFD (`clean_text`), and
@@ -22,11 +33,12 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx2
 import openai
+import pydantic
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionMessage,
@@ -37,6 +49,7 @@ from openai.types.completion_usage import CompletionUsage
 
 from . import stream as streaming
 from .stops import Stop, StopReason
+from .stream import DEFAULT_LIMITS, ReplyLimits, ReplyTooLong, StreamError
 from .trace import TraceStep, shorten
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -74,10 +87,17 @@ def function_calls(message: ChatCompletionMessage) -> list[ChatCompletionMessage
             if isinstance(call, ChatCompletionMessageFunctionToolCall)]
 
 
-def assistant_message(message: ChatCompletionMessage) -> dict[str, Any]:
+def assistant_message(message: ChatCompletionMessage,
+                      cut_off: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
     """The assistant's reply as a dict for `messages`, with its tool_calls as sent,
     except that a name becomes a valid one (`history_name`), missing arguments become
-    "{}", and lone surrogates become U+FFFD (`clean_text`)."""
+    "{}", and lone surrogates become U+FFFD (`clean_text`).
+
+    Args:
+        message: the reply.
+        cut_off: ids of calls max_tokens cut in half (`cut_off_calls`): their
+            arguments become "{}", which every provider accepts.
+    """
     content = message.content
     entry: dict[str, Any] = {"role": "assistant",
                              "content": content if content is None else clean_text(content)}
@@ -87,7 +107,8 @@ def assistant_message(message: ChatCompletionMessage) -> dict[str, Any]:
                 "id": clean_text(call.id),
                 "type": "function",
                 "function": {"name": history_name(clean_text(call.function.name or "")),
-                             "arguments": clean_text(call.function.arguments or "{}")},
+                             "arguments": "{}" if call.id in cut_off
+                             else clean_text(call.function.arguments or "{}")},
             }
             for call in function_calls(message)
         ]
@@ -175,12 +196,14 @@ def tool_calls_problem(tool_calls: Any) -> str | None:
     return None
 
 
-def read_reply(response: Any, step: TraceStep) -> ChatCompletionMessage:
+def read_reply(response: Any, step: TraceStep,
+               limits: ReplyLimits = DEFAULT_LIMITS) -> ChatCompletionMessage:
     """The reply's message once checked; fills in the model step (tokens, model, finish).
 
     Raises:
         Stop: PROVIDER_ERROR when the response is not a usable chat completion
-            (an HTML page, a list, no choices, no message, a strange tool call ...).
+            (an HTML page, a list, no choices, no message, a strange tool call ...);
+            REPLY_TOO_LONG when a call's arguments pass `limits.max_argument_chars`.
     """
     def unusable(problem: str) -> Stop:
         return Stop(StopReason.PROVIDER_ERROR, f"模型服务返回的响应不能用：{problem}。")
@@ -207,6 +230,11 @@ def read_reply(response: Any, step: TraceStep) -> ChatCompletionMessage:
     problem = tool_calls_problem(message.tool_calls)
     if problem:
         raise unusable(problem)
+    try:
+        for call in function_calls(message):
+            limits.check_arguments(len(call.function.arguments or ""))
+    except ReplyTooLong as exc:
+        raise too_big(exc) from None
     step.content = message.content
     step.decision = "tool_calls" if message.tool_calls else "answer"
     return message
@@ -214,23 +242,27 @@ def read_reply(response: Any, step: TraceStep) -> ChatCompletionMessage:
 
 def ask_model(client: openai.OpenAI, round_no: int, record: Callable[[TraceStep], None],
               on_text: Callable[[str], None] | None = None,
-              **request: Any) -> ChatCompletionMessage:
-    """One model call, recorded as a model step; its checked message. A streamed reply
-    (`stream=True` in the request) is joined first (`vibe_agent.stream`), its text
-    pieces passed to `on_text` as they arrive, and then checked like any other.
+              limits: ReplyLimits = DEFAULT_LIMITS,
+              **request: Any) -> tuple[ChatCompletionMessage, TraceStep]:
+    """One model call, recorded as a model step; its checked message and that step
+    (its `finish_reason` says whether max_tokens cut the reply off). A streamed reply
+    (`stream=True` in the request) is joined first (`vibe_agent.stream`), within
+    `limits`, its text pieces passed to `on_text` as they arrive, and then checked
+    like any other.
 
     Raises:
-        Stop: PROVIDER_ERROR when the call failed or the reply cannot be used (the
-            model step is recorded first, with decision "error").
+        Stop: PROVIDER_ERROR when the call failed or the reply cannot be used,
+            REPLY_TOO_LONG past `limits` (the model step is recorded first, with
+            decision "error").
     """
     step = TraceStep(round=round_no, kind="model", decision="error")
-    started = time.perf_counter()
+    started, sent = time.perf_counter(), time.monotonic()
     failure: Stop | None = None
     try:
         response = client.chat.completions.create(**request)
         if request.get("stream"):
-            response = streamed_reply(response, on_text)
-        message = read_reply(response, step)
+            response = streamed_reply(response, on_text, limits, sent)
+        message = read_reply(response, step, limits)
     except (openai.APIError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         failure = too_long(exc) if is_context_overflow(exc) else Stop(
             StopReason.PROVIDER_ERROR, provider_failure(exc))
@@ -240,23 +272,105 @@ def ask_model(client: openai.OpenAI, round_no: int, record: Callable[[TraceStep]
     record(step)
     if failure:
         raise failure
-    return message
+    return message, step
 
 
-def streamed_reply(chunks: Any, on_text: Callable[[str], None] | None) -> ChatCompletion:
-    """The completion a stream adds up to.
+def streamed_reply(chunks: Any, on_text: Callable[[str], None] | None,
+                   limits: ReplyLimits = DEFAULT_LIMITS,
+                   started: float | None = None) -> ChatCompletion:
+    """The completion a stream adds up to, read within `limits` (the time counted from
+    `started`, a `time.monotonic()` reading taken when the request was sent).
 
     Raises:
-        Stop: PROVIDER_ERROR when the stream broke off, or not a single chunk
-            arrived (e.g. an HTML page).
+        Stop: PROVIDER_ERROR when the stream broke off, a chunk has a field of the
+            wrong type, or not a single chunk arrived (e.g. an HTML page);
+            REPLY_TOO_LONG when the reply passed one of `limits`.
     """
+    started = time.monotonic() if started is None else started
     try:
-        assembled = streaming.assemble(chunks, on_text)
+        assembled = streaming.assemble(bounded(chunks, limits, started), on_text,
+                                       limits=limits, started=started)
+        if not assembled.chunks:
+            raise Stop(StopReason.PROVIDER_ERROR, "模型服务的流式响应里一个数据块也没有"
+                       "（可能是一个 HTML 网页，或者服务不支持 stream=True）。")
+        return streaming.completion(assembled)
     except (openai.APIConnectionError, httpx2.TransportError) as exc:
         cause = exc.__cause__ or exc
         raise Stop(StopReason.PROVIDER_ERROR, f"流式响应中途断开：{type(cause).__name__}: "
                    f"{shorten(str(cause), 120)}") from exc
-    if not assembled.chunks:
-        raise Stop(StopReason.PROVIDER_ERROR, "模型服务的流式响应里一个数据块也没有"
-                   "（可能是一个 HTML 网页，或者服务不支持 stream=True）。")
-    return streaming.completion(assembled)
+    except (StreamError, pydantic.ValidationError) as exc:
+        raise Stop(StopReason.PROVIDER_ERROR, "模型服务的流式响应不能用："
+                   f"{shorten(str(exc), 160)}。") from exc
+    except ReplyTooLong as exc:
+        raise too_big(exc) from exc
+
+
+def too_big(exc: ReplyTooLong) -> Stop:
+    """The stop for a reply past one of its `ReplyLimits`: the limit named, and how to change it."""
+    return Stop(StopReason.REPLY_TOO_LONG, f"模型的回复超出上限，已停止：{exc}。"
+                "需要时用 run_agent(..., reply_limits=ReplyLimits(...)) 调大。")
+
+
+class _Bounded(httpx2.SyncByteStream):
+    """A streamed body read within one reply's limits: its bytes counted and the clock
+    checked at every piece that arrives. (The client's timeout is per read: a server
+    sending a byte at a time, or empty deltas forever, never trips it.)"""
+
+    def __init__(self, body: httpx2.SyncByteStream, limits: ReplyLimits,
+                 started: float) -> None:
+        self.body, self.limits, self.started = body, limits, started
+
+    def __iter__(self) -> Iterator[bytes]:
+        received = 0
+        for piece in self.body:
+            received += len(piece)
+            self.limits.check_bytes(received)
+            self.limits.check_time(self.started)
+            yield piece
+
+    def close(self) -> None:
+        self.body.close()
+
+
+def bounded(chunks: Any, limits: ReplyLimits, started: float) -> Any:
+    """The SDK's stream with its HTTP body read through `_Bounded`, before a byte is read,
+    so the limits hold even inside one endless server-sent event (other iterables of
+    chunks are returned as they are: `assemble` checks them chunk by chunk)."""
+    response = getattr(chunks, "response", None)  # the SDK's Stream keeps its response
+    if isinstance(response, httpx2.Response) and isinstance(response.stream,
+                                                            httpx2.SyncByteStream):
+        response.stream = _Bounded(response.stream, limits, started)
+    return chunks
+
+
+CUT_OFF_CALL = ("Error: your reply was cut off at max_tokens (finish_reason \"length\") "
+                "while you were still writing this call, so it was not run. Its arguments "
+                "were incomplete: {arguments}. Make the call again; if its arguments are "
+                "long, do the work in smaller calls.")
+
+
+def _whole_json(text: str | None) -> bool:
+    try:
+        json.loads(text or "")
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def cut_off_calls(message: ChatCompletionMessage, finish_reason: str | None) -> set[str]:
+    """The ids of the calls that max_tokens cut in half: with finish_reason "length",
+    every call whose arguments are not a whole JSON value (empty ones included)."""
+    if finish_reason != "length":
+        return set()
+    return {call.id for call in function_calls(message)
+            if not _whole_json(call.function.arguments)}
+
+
+def cut_off_answer(max_tokens: Any) -> Stop:
+    """The stop for an answer cut off by max_tokens: CUT_OFF, with the limit named."""
+    if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
+        limit = f" max_tokens={max_tokens} 的上限"
+    else:
+        limit = "回复长度的上限（这次请求没有设 max_tokens，用的是模型服务自己的默认值）"
+    return Stop(StopReason.CUT_OFF, f"回答被截断了：模型写到{limit}时还没写完"
+                "（finish_reason 是 length），这不是完整的回答。调大 max_tokens，或者让它接着写。")

@@ -2,7 +2,8 @@
 
 Every way out of `run_agent` has a name here. Only ANSWERED is the normal exit; the
 others are the brakes (`vibe_agent.brakes`), a model service that failed or sent a
-reply the loop cannot use (`vibe_agent.reply`), and lesson 12's finish check. The
+reply the loop cannot use, an answer max_tokens cut off, a reply past its limits
+(`vibe_agent.reply`), and lesson 12's finish check. The
 code that sees a reason to stop raises `Stop`; the loop catches it in exactly one
 place and turns it into the result. This file is on its own so that the loop, the
 brakes and the reply checks can all name the reasons without importing each other.
@@ -25,6 +26,8 @@ class StopReason(StrEnum):
     PROVIDER_ERROR = "provider_error"  # the model service failed or sent an unusable reply
     CONTEXT_TOO_LONG = "context_too_long"  # the history no longer fits the model's window
     FINISH_REFUSED = "finish_refused"  # the finish check refused the answer too often
+    CUT_OFF = "cut_off"  # the answer stopped at max_tokens (finish_reason "length"): unfinished
+    REPLY_TOO_LONG = "reply_too_long"  # one reply passed its ReplyLimits (time, bytes, arguments)
 
 
 class Stop(Exception):

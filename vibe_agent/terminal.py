@@ -308,11 +308,13 @@ class Session:
             self.mid_line = False
 
     def close_interrupted_turn(self) -> None:
-        """Make the history valid again after Ctrl-C: every tool call answered."""
-        answered = {m.get("tool_call_id") for m in self.messages if m.get("role") == "tool"}
-        for message in reversed(self.messages):
-            if message.get("role") == "assistant":
-                for call in message.get("tool_calls") or []:
+        """Make the history valid again after Ctrl-C: every tool call answered (only the
+        answers after the last assistant message count: a model may reuse an id)."""
+        for at in range(len(self.messages) - 1, -1, -1):
+            if self.messages[at].get("role") == "assistant":
+                answered = {m.get("tool_call_id") for m in self.messages[at + 1:]
+                            if m.get("role") == "tool"}
+                for call in self.messages[at].get("tool_calls") or []:
                     if call["id"] not in answered:
                         self.messages.append({"role": "tool", "tool_call_id": call["id"],
                                               "content": INTERRUPTED})

@@ -8,7 +8,8 @@ how each one went is named after what it holds:
              "answer", or "error" when there was no usable reply); tokens, which
              model answered
     tool     one tool call; `outcome`: "ok", the registry's error kind, "refused"
-             (a brake did not let it run) or "not_run"; arguments, result, error, time
+             (a brake did not let it run), "not_run" or "cut_off" (max_tokens cut its
+             arguments in half); arguments, result, error, time
     check    a finish check; `outcome` "refused" (its message went back to the model)
     compact  the history was compacted (lesson 11); `trigger`: "budget" or
              "context_too_long"; tokens before → after, the summary
@@ -41,7 +42,8 @@ class TraceStep:
     kind: StepKind
     # How the step went: one field per kind of step, None on the others.
     decision: str | None = None  # model: "tool_calls" | "answer" | "error" (no usable reply)
-    outcome: str | None = None  # tool: "ok" | an error kind | "refused" | "not_run"; check
+    # tool: "ok" | an error kind | "refused" | "not_run" | "cut_off"; check: "refused"
+    outcome: str | None = None
     trigger: str | None = None  # compact: "budget" | "context_too_long"
     stop_reason: StopReason | None = None  # stop: None when an exception escaped
     content: str | None = None  # model text, or the stop message

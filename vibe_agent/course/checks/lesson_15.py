@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import tempfile
 import uuid
 from pathlib import Path
@@ -18,7 +19,7 @@ from ..scripted import ScriptedModel
 from ..sse import call_delta as call
 from ..sse import chunk_body as chunk
 from ..sse import sdk_chunks
-from . import Report, attempt, fail, short
+from . import Problem, Report, attempt, fail, short
 
 # --- exercise 15.1: my_accumulate ---------------------------------------------------
 
@@ -61,7 +62,32 @@ def _accumulate_cases() -> list[tuple[str, list[dict[str, Any]], str]]:
             chunk(call(1, b, "get_time", "{}")), chunk(call(0, a, "calculator", expr)),
             chunk({}, "tool_calls")],
          "结果里的 tool_calls 按 index 从小到大排，不按到达顺序。"),
+        ("每个 delta 都重复 id", [
+            chunk(call(0, a, "calculator", "")), chunk(call(0, a, None, expr[:9])),
+            chunk(call(0, a, None, expr[9:])), chunk({}, "tool_calls")],
+         f"有的服务在每个 delta 里都重复 id：id 只记第一次出现的值，别接起来（会变成 {a}{a}）。"),
+        ("每个 delta 都重复函数名", [
+            chunk(call(0, a, "calculator", "")), chunk(call(0, "", "calculator", expr[:9])),
+            chunk(call(0, None, "calculator", expr[9:])), chunk({}, "tool_calls")],
+         "函数名和 id 一样只记第一次出现的值：有的服务每个 delta 都重复 name，"
+         "接起来就成了 calculatorcalculator。"),
+        ("一个数据块里有两个调用", [
+            chunk(_two(call(0, a, "calculator", ""), call(1, b, "get_time", "{}"))),
+            chunk(call(0, arguments=expr)), chunk({}, "tool_calls")],
+         "delta.tool_calls 是一个列表：一个数据块里可以有几个调用的片段，"
+         "每一项都要处理，不能只看第一项。"),
+        ("几个调用，后面的片段没有 index", [
+            chunk(call(0, a, "calculator", "")), chunk(call(None, None, None, expr[:9])),
+            chunk(call(1, b, "get_time", "")), chunk(call(None, None, None, "{}")),
+            chunk(call(0, arguments=expr[9:])), chunk({}, "tool_calls")],
+         "index 是 None 的片段属于上一个调用：先把 None 换成上一个 index，再拿它当键"
+         "（直接用 None 当键，会多出一个调用，排序时还会 TypeError）。"),
     ]
+
+
+def _two(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """One delta carrying the pieces of two calls."""
+    return {"tool_calls": first["tool_calls"] + second["tool_calls"]}
 
 
 def _normalised(message: Any) -> Any:
@@ -125,6 +151,13 @@ def _files_cases() -> list[tuple[str, Any, list[str], str]]:
     def edit_twice(root: Path) -> None:  # the session's whole change, not the last turn's
         (root / "app.py").write_text("def total(items):\n    return 0\n# extra\n")
 
+    def repeat_a_line(root: Path) -> None:  # the same line added n + 1 times
+        (root / "README.md").write_text(FILES["README.md"] + "A tiny project.\n" * (n + 1))
+
+    def new_file_first(root: Path) -> None:  # a new path that sorts before a changed one
+        (root / "app.py").write_text("def total(items):\n    return sum(items) or 0\n")
+        (root / "api.md").write_text("".join(f"- endpoint {i}\n" for i in range(n)))
+
     return [
         ("没有改动", lambda root: None, ["没有改动的文件。"],
          "和会话开始时（session.start）比，一个文件都没变：打印“没有改动的文件。”"),
@@ -137,7 +170,25 @@ def _files_cases() -> list[tuple[str, Any, list[str], str]]:
          "按文件数行，别靠跳过 '+++' 开头的行。"),
         ("会话里改过两轮", edit_twice, ["app.py +2 -1"],
          "要和会话开始时（session.start）比，不是和上一轮之前（session.undo）比。"),
+        ("加了几行一模一样的", repeat_a_line, [f"README.md +{n + 1} -0"],
+         "重复的行也要一行一行地算：用集合求差（set(新) - set(旧)），"
+         "和原有的行一样的新行一行也不算。数 diff 里的 '+' 行和 '-' 行。"),
+        ("新文件的路径排在前面", new_file_first, [f"api.md +{n} -0", "app.py +1 -1"],
+         "所有改过的文件（改了的、新建的、删掉的）放在一起按路径排序，不要分组先后打印。"),
     ]
+
+
+def _files_problem(lines: list[str], wanted: list[str]) -> Problem:
+    """A mistake recognised by what came back (beyond the case's own hint), or None."""
+    if sorted(lines) == sorted(wanted):
+        return (f"行都对，顺序不对：期望 {json.dumps(wanted, ensure_ascii=False)}",
+                "所有改过的文件放在一起按路径排序（sorted），不按改动的种类分组。")
+    rows = [re.fullmatch(r"(.+) \+(\d+) -(\d+)", row) for row in wanted]
+    with_headers = [f"{m[1]} +{int(m[2]) + 1} -{int(m[3]) + 1}" for m in rows if m]
+    if wanted != ["没有改动的文件。"] and lines == with_headers:
+        return ("每个文件都多算了一行加的、一行删的。",
+                "diff 开头的 '--- a/路径' 和 '+++ b/路径' 是文件头，不是改动的行：别把它们数进去。")
+    return None
 
 
 def _session(root: Path) -> tuple[Session, Console]:
@@ -176,6 +227,8 @@ def check_files_command(fn: Any) -> Any:
                 fail("什么也没打印出来（print() 打印的不进会话的 console）。",
                      "用 session.console.print(...) 打印。")
             if lines != wanted:
+                if problem := _files_problem(lines, wanted):
+                    fail(*problem)
                 fail(f"期望 {json.dumps(wanted, ensure_ascii=False)}，"
                      f"得到 {json.dumps(lines, ensure_ascii=False)}", hint)
     return report.verdict()
