@@ -120,7 +120,7 @@ def main(args: argparse.Namespace) -> int:
         return _open(args, console, task, home, servers)
     finally:
         if home is not None and args.keep:
-            console.print(f"工作区留在：{home / 'workspace'}", markup=False)
+            console.print(f"工作区留在：{home / 'workspace'}", markup=False, soft_wrap=True)
         elif home is not None:
             _remove(home, console)
 
@@ -134,7 +134,7 @@ def _remove(home: Path, console: Console) -> None:
                       markup=False)
         return
     console.print(f"已删除这次的临时工作区 {home}（想留下它，用 --keep）。", markup=False,
-                  style="dim")
+                  style="dim", soft_wrap=True)
 
 
 def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
@@ -145,7 +145,7 @@ def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
         root = copy_repo(task, home / "workspace")
         trajectory = args.trajectory or (home / "trajectory.json" if args.keep else (
             _state_dir() / "sessions" / f"task-{task.name}-{stamp}.json"))
-        console.print(f"已把任务复制到一个新的工作区：{root}")
+        console.print(f"已把任务复制到一个新的工作区：{root}", markup=False, soft_wrap=True)
     else:
         root = args.folder.resolve()
         trajectory = args.trajectory or _state_dir() / "sessions" / (
