@@ -151,12 +151,14 @@ def known_fix_responder(tasks: Iterable[BugFixTask]) -> Responder:
         results = results_this_turn(since)
         plan = known_fix_plan(task)
         done = _steps_done(since, plan)
-        if done == 1 and results and _passed(results[-1][1]):  # nothing to fix
+        passing = done == 1 and bool(results) and _passed(results[-1][1])  # nothing to fix
+        if (passing or done >= len(plan) - 1) and asked[-1][0] > start and not _called_since(
+                messages, asked[-1][0]):
+            return answer(NOTHING_THIS_TURN)  # asked something after the plan was done
+        if passing:
             return answer("测试本来就全部通过，没有需要修的地方。（脚本已知修复模型，不是 LLM）")
         if done < len(plan) - 1:
             return plan[done]
-        if asked[-1][0] > start and not _called_since(messages, asked[-1][0]):
-            return answer(NOTHING_THIS_TURN)  # asked again after the plan was done
         return answer(final_words(task, since["messages"]))
 
     return respond
