@@ -323,3 +323,24 @@ def test_pytest_summary(output, summary):
     from vibe_agent.verdict import pytest_summary
 
     assert pytest_summary(output) == summary
+
+
+def test_a_folder_swapped_for_a_link_outside_neither_ends_the_session_nor_writes_out(
+        tmp_path):
+    from vibe_agent.course.scripted import answer, call, calls
+
+    outside, ws = tmp_path / "outside", tmp_path / "ws"
+    outside.mkdir()
+    (outside / "x.py").write_text("OUTSIDE\n")
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "pkg" / "x.py").write_text("INSIDE\n")
+    (ws / "a.txt").write_text("A\n")
+    (ws / "b.txt").write_text("B\n")
+    swap = f"rm -r pkg a.txt && ln -s {outside} pkg && ln -s b.txt a.txt"
+    session, screen = played(ws, [calls(call("run_command", {"command": swap})), answer("好")],
+                             lines=["换", "/undo", "/tokens"])
+    assert "已恢复到上一轮之前的样子" in screen
+    assert "2 次模型调用" in screen.split("› /tokens")[1]  # the session went on
+    assert (outside / "x.py").read_text() == "OUTSIDE\n" and not (ws / "pkg").is_symlink()
+    assert (ws / "pkg" / "x.py").read_text() == "INSIDE\n"
+    assert (ws / "a.txt").read_text() == "A\n" and (ws / "b.txt").read_text() == "B\n"

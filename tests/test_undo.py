@@ -229,6 +229,18 @@ def test_a_tampered_store_refuses_and_changes_nothing(root, store):
     assert state(root) == changed
 
 
+def test_a_store_that_vanished_refuses_and_changes_nothing(root, store):
+    import shutil
+
+    checkpoint = store.checkpoint(root)
+    shutil.rmtree(store.folder)
+    (root / "app.py").write_text("changed\n")
+    changed = state(root)
+    with pytest.raises(UndoRefused, match="不见了"):
+        checkpoint.restore()
+    assert state(root) == changed
+
+
 def test_a_file_changing_while_it_is_saved_is_read_again(root, store, monkeypatch):
     chunks = undo._read_chunks
     calls = []

@@ -234,7 +234,10 @@ class Session:
 
     def show_verdict(self, checkpoint: Checkpoint | None) -> None:
         """After a turn that called tools: what the tests say, not what the model said."""
-        changed = checkpoint.changes() if checkpoint is not None else None
+        try:
+            changed = checkpoint.changes() if checkpoint is not None else None
+        except OSError:  # the workspace cannot be read now: the tests still decide
+            changed = None
         if changed == []:
             self.console.print("这一轮没有改动工作区里的文件。")
             return
@@ -484,6 +487,9 @@ def _undo(session: Session, _: str) -> None:
         restored = session.undo[-1].restore()
     except UndoError as exc:  # UndoRefused: nothing changed, the checkpoint stays
         session.console.print(f"[red]{escape(str(exc))}[/]")
+        return
+    except OSError as exc:  # the workspace could not even be read: nothing was changed
+        session.console.print(f"[red]没有撤销：读不了工作区（{escape(str(exc))}）。[/]")
         return
     session.undo.pop()
     if not restored:
