@@ -14,7 +14,11 @@ Every part comes from a lesson; this file only wires them to a prompt:
                         └─> delegate: a read-only sub-agent (13); tools of MCP servers (14)
 
 One line is one request; the conversation goes on (`run_agent(messages=...)`), so
-the model sees what it did before. Ctrl-C stops the running turn only: the calls it
+the model sees what it did before. Before each turn the workspace is checkpointed
+(`vibe_agent.undo`: /undo puts it back byte for byte, or refuses); after a turn that
+changed files the tests give a verdict (the held-out judge of 09–10 on a course task,
+the project's test command otherwise, `vibe_agent.verdict`), then the turn's own model
+calls, tokens and seconds. Ctrl-C stops the running turn only: the calls it
 left unanswered are answered with "interrupted", the history stays valid, and the
 prompt comes back. EOF (Ctrl-D) or /exit ends the session with status 0.
 
