@@ -276,11 +276,10 @@ def prints(session, argument):
         print(row)
 
 
-def restores(session, argument):
-    from vibe_agent.terminal import restore
-
+def restores(session, argument):  # writes every file back as it was at the start
     good_files(session, argument)
-    restore(session.root, session.start)
+    for path, text in session.start.items():
+        (session.root / path).write_text(text)
 
 
 def files_hard_coded(session, argument):

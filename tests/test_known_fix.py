@@ -96,3 +96,86 @@ def test_without_coding_tools_it_says_what_is_missing() -> None:
     model = known_fix_model(TASKS)
     result = run_agent(model.client(), TASKS[0].prompt, demo_registry(), model="m")
     assert result.ok and "edit_file" in result.answer
+
+
+# --- what the final words may claim, and where the task is found (issue 26, item 4) ----
+
+
+def said_no_to_writes(action):
+    return action.kind != "write" or "the user said no."
+
+
+def test_the_final_words_of_a_fixed_task_are_the_plan_s_own(tmp_path: Path) -> None:
+    task = BY_NAME["weather_fahrenheit"]
+    result, _ = run(task.name, copy_repo(task, tmp_path / "ws"))
+    assert result.answer == known_fix_plan(task)[-1].content  # what lessons 09-12 show
+
+
+@pytest.mark.parametrize(("policy", "said", "not_said"), [
+    pytest.param(said_no_to_writes, ["对 units.py 的修改没有得到批准，没有改动",
+                                     "重新运行了测试（退出码 1）"],
+                 ["我按任务自带的已知修复改了"], id="edit-refused"),
+    pytest.param(lambda action: "the user said no.", ["没有得到批准", "测试没有运行"],
+                 ["改了 units.py", "重新运行了测试"], id="everything-refused"),
+])
+def test_refused_edits_are_reported_as_refused(policy, said, not_said, tmp_path: Path) -> None:
+    task = BY_NAME["weather_fahrenheit"]
+    workspace = copy_repo(task, tmp_path / "ws")
+    before = snapshot(workspace)
+    result = run_agent(known_fix_model(TASKS).client(), task.prompt,
+                       coding_registry(workspace, policy=policy), model=KNOWN_FIX_MODEL_NAME,
+                       max_iters=12)
+    assert result.ok and snapshot(workspace) == before
+    assert all(text in result.answer for text in said), result.answer
+    assert not any(text in result.answer for text in not_said), result.answer
+
+
+def test_an_edit_that_fails_is_reported_with_its_reason(tmp_path: Path) -> None:
+    task = BY_NAME["weather_fahrenheit"]
+    workspace = copy_repo(task, tmp_path / "ws")
+    registry = coding_registry(workspace, policy="allow-all")
+    original = registry.call
+
+    def meddling(name, arguments):  # someone edits units.py just before the edit lands
+        if name == "edit_file":
+            (workspace / "units.py").write_text("# rewritten meanwhile\n")
+        return original(name, arguments)
+
+    registry.call = meddling  # type: ignore[method-assign]
+    result = run_agent(known_fix_model(TASKS).client(), task.prompt, registry,
+                       model=KNOWN_FIX_MODEL_NAME, max_iters=12)
+    assert "修改 units.py 失败了（the text in 'old' does not occur" in result.answer
+    assert "我按任务自带的已知修复改了" not in result.answer
+
+
+def conversation(workspace: Path, lines: list[str]):
+    """A terminal-like conversation: each line is one run_agent on the same messages."""
+    model = known_fix_model(TASKS)
+    messages: list[dict] = []
+    results = [run_agent(model.client(), line, coding_registry(workspace, policy="allow-all"),
+                         model=KNOWN_FIX_MODEL_NAME, max_iters=12, messages=messages)
+               for line in lines]
+    return results, messages
+
+
+def test_the_task_is_recognised_after_other_messages(tmp_path: Path) -> None:
+    task = BY_NAME["weather_fahrenheit"]
+    workspace = copy_repo(task, tmp_path / "ws")
+    (hello, fixed), _ = conversation(workspace, ["你好", task.prompt])
+    assert "不知道" in hello.answer
+    assert fixed.answer == known_fix_plan(task)[-1].content
+    assert run_in_sandbox(task.test_command, workspace, timeout=task.timeout_s).exit_code == 0
+
+
+def test_sent_again_the_task_starts_over_and_a_question_after_it_claims_nothing(
+        tmp_path: Path) -> None:
+    task = BY_NAME["weather_fahrenheit"]
+    workspace = copy_repo(task, tmp_path / "ws")
+    (first, again, thanks), messages = conversation(
+        workspace, [task.prompt, task.prompt, "谢谢"])
+    calls_per_turn = [sum(step.kind == "tool" for step in result.trace) for result in
+                      (first, again, thanks)]
+    # the second time the tests already pass; the third turn calls nothing
+    assert calls_per_turn == [len(known_fix_plan(task)) - 1, 1, 0]
+    assert "本来就全部通过" in again.answer
+    assert "这一轮我没有调用任何工具，也没有改动任何文件" in thanks.answer

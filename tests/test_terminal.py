@@ -44,7 +44,8 @@ def judged_by_us(workspace: Path) -> int:
 
 
 def test_a_task_fixed_in_offline_mode_with_yolo(tmp_path):
-    child = spawn("--task", TASK, "--mode", "offline", "--approve", "yolo", tmp_path=tmp_path)
+    child = spawn("--task", TASK, "--mode", "offline", "--approve", "yolo", "--keep",
+                  tmp_path=tmp_path)
     workspace = workspace_of(child)
     child.expect("已知修复模型|不是 LLM")
     child.expect_exact(PROMPT)
@@ -66,7 +67,8 @@ def test_a_task_fixed_in_offline_mode_with_yolo(tmp_path):
 
 
 def test_ask_answered_no_to_everything_leaves_the_workspace_unchanged(tmp_path):
-    child = spawn("--task", TASK, "--mode", "offline", "--approve", "ask", tmp_path=tmp_path)
+    child = spawn("--task", TASK, "--mode", "offline", "--approve", "ask", "--keep",
+                  tmp_path=tmp_path)
     workspace = workspace_of(child)
     before = snapshot(workspace)
     child.expect_exact(PROMPT)

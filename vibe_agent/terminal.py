@@ -14,7 +14,11 @@ Every part comes from a lesson; this file only wires them to a prompt:
                         └─> delegate: a read-only sub-agent (13); tools of MCP servers (14)
 
 One line is one request; the conversation goes on (`run_agent(messages=...)`), so
-the model sees what it did before. Ctrl-C stops the running turn only: the calls it
+the model sees what it did before. Before each turn the workspace is checkpointed
+(`vibe_agent.undo`: /undo puts it back byte for byte, or refuses); after a turn that
+changed files the tests give a verdict (the held-out judge of 09–10 on a course task,
+the project's test command otherwise, `vibe_agent.verdict`), then the turn's own model
+calls, tokens and seconds. Ctrl-C stops the running turn only: the calls it
 left unanswered are answered with "interrupted", the history stays valid, and the
 prompt comes back. EOF (Ctrl-D) or /exit ends the session with status 0.
 
@@ -59,6 +63,8 @@ from .registry import ToolRegistry
 from .sandbox import YES, Action, Policy, why_not_isolated
 from .subagents import delegate_registry
 from .trace import Trace, TraceStep, shorten
+from .undo import Checkpoint, UndoError, remove_store, session_store
+from .verdict import find_test_command, run_project_tests
 
 APPROVALS = ("ask", "auto-edit", "yolo")
 MAX_SHOWN_DIFF_LINES = 80  # rows of a diff shown before an approval, at most
@@ -66,6 +72,10 @@ MIN_SHOWN_DIFF_ROWS = 10  # ... at least, however small the terminal
 COMPACT_DIFF_ROWS = 12  # rows of a write's diff shown after the fact (auto-edit, yolo)
 SHOW_ALL = "a"  # the answer that shows the rest of a diff before answering y/n
 INTERRUPTED = "[interrupted by the user: this call was not finished]"
+MAX_UNDO_TURNS = 20  # /undo goes back at most this many turns (older checkpoints are dropped)
+UNDONE_NOTE = ("[The user ran /undo: the workspace is back as it was before your previous "
+               "turn (restored or removed: {paths}). What that turn changed is gone; read a "
+               "file again before you edit it.]")
 
 
 def visible(text: str, *, multiline: bool = False) -> str:
@@ -117,9 +127,13 @@ class Session:
     summarize: Summarizer = scripted_summarizer  # for compaction (lesson 11)
     context_budget: int | None = None  # compact when a round's prompt passes it
     delegate: bool = True  # offer a read-only sub-agent (lesson 13)
+    test_command: str | None = None  # run after a turn that changed files (None: found, 12)
+    judge: Callable[[Path], str] | None = None  # a course task's verdict instead (09-10)
+    state_dir: Path | None = None  # where the undo store goes (None: a temporary folder)
+    notice: str = ""  # a paragraph for the banner (e.g. what offline mode can do)
     messages: list[dict[str, Any]] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
-    undo: list[dict[str, str]] = field(default_factory=list)  # a snapshot before each turn
+    undo: list[Checkpoint] = field(default_factory=list)  # the workspace before each turn
     registry: ToolRegistry = field(init=False)
     written: dict[str, str | None] = field(default_factory=dict, init=False)  # unasked: old text
     mid_line: bool = field(default=False, init=False)  # streamed text without its newline yet
@@ -150,6 +164,9 @@ class Session:
             self.system_prompt = coding_system_prompt(self.root, self.memory)
         self.compaction = Compaction(self.summarize, budget=self.context_budget,
                                      workspace=self.root) if self.context_budget else None
+        self.store = session_store(self.state_dir)  # file copies for /undo, on disk
+        # Found now, before any turn: a model that rewrites AGENTS.md cannot choose it
+        self.tests = find_test_command(self.root, self.test_command)
 
     # --- approvals ----------------------------------------------------------------
 
@@ -266,7 +283,8 @@ class Session:
 
     def turn(self, line: str) -> None:
         """Send one prompt line and run the loop until the model answers (or a brake)."""
-        self.undo.append(snapshot(self.root))
+        checkpoint = self.checkpoint()
+        first_step = len(self.trace)
         self.written.clear()
         printed: list[str] = []
 
@@ -298,8 +316,65 @@ class Session:
                                highlight=False)
         if result.stop_reason is not StopReason.ANSWERED:
             self.console.print(f"[yellow]⏹ {escape(visible(result.message))}[/]")
-        seconds = f"，{time.perf_counter() - started:.1f} 秒" if self.timings else ""
-        self.console.print(f"[dim]（{result.model_calls} 次模型调用{seconds}）[/]")
+        steps = self.trace[first_step:]
+        if any(step.kind == "tool" for step in steps):
+            self.show_verdict(checkpoint)
+        self.console.print(f"[dim]（{self.turn_figures(steps, started)}）[/]")
+
+    # --- before and after a turn: the checkpoint, the verdict, the figures -----------
+
+    def checkpoint(self) -> Checkpoint | None:
+        """The workspace before a turn, for /undo (the last MAX_UNDO_TURNS are kept)."""
+        try:
+            checkpoint = self.store.checkpoint(self.root)
+        except OSError as exc:
+            self.console.print(f"[yellow]没能在这一轮之前存下工作区（{escape(str(exc))}），"
+                               "这一轮不能 /undo。[/]")
+            return None
+        self.undo.append(checkpoint)
+        del self.undo[:-MAX_UNDO_TURNS]
+        return checkpoint
+
+    def show_verdict(self, checkpoint: Checkpoint | None) -> None:
+        """After a turn that called tools: what the tests say, not what the model said."""
+        try:
+            changed = checkpoint.changes() if checkpoint is not None else None
+        except OSError:  # the workspace cannot be read now: the tests still decide
+            changed = None
+        if changed == []:
+            self.console.print("这一轮没有改动工作区里的文件。")
+            return
+        files = f"改了 {len(changed)} 处 · " if changed else ""
+        try:
+            if self.judge is not None:
+                line = f"判定：{self.judge(self.root)}"
+            elif self.tests is not None:
+                command, source = self.tests
+                outcome = run_project_tests(command, self.root, timings=self.timings)
+                line = f"测试（{source}）：{command} → {outcome}"
+            else:
+                line = ("测试：不知道这个项目怎么运行测试，没有运行（用 --test-command 指定，"
+                        "或写进 AGENTS.md）")
+        except KeyboardInterrupt:
+            line = "测试：被 Ctrl-C 中断了，没有结果"
+        self.console.print(f"[bold]{escape(visible(files + line))}[/]")
+
+    def turn_figures(self, steps: list[TraceStep], started: float) -> str:
+        """This turn's model calls, tokens and seconds, and the session's tokens so far."""
+        calls = [step for step in steps if step.kind == "model"]
+        reported = [step.total_tokens for step in calls if step.total_tokens is not None]
+        text = f"这一轮 {len(calls)} 次模型调用"
+        if calls and not reported:
+            text += "，服务没有报告 usage"
+        elif reported:
+            text += f"，{sum(reported):,} tokens"
+            if len(reported) < len(calls):
+                text += f"（{len(calls) - len(reported)} 次调用服务没有报告 usage）"
+        if self.timings:
+            text += f"，{time.perf_counter() - started:.1f} 秒"
+        session = [step.total_tokens for step in self.trace
+                   if step.kind == "model" and step.total_tokens is not None]
+        return text + (f"；会话合计 {sum(session):,} tokens" if session else "")
 
     def end_line(self) -> None:
         """Finish a line of streamed text before printing anything else."""
@@ -361,6 +436,8 @@ class Session:
         isolated = why_not_isolated()
         self.console.rule("[bold]Vibe Agent · 终端里的 coding agent[/]")
         self.console.print(f"模型：{escape(visible(self.model))}  {escape(visible(self.label))}")
+        if self.notice:
+            self.console.print(f"[yellow]{escape(self.notice)}[/]")
         self.console.print(f"工作区：{escape(visible(str(self.root)))}")
         self.console.print(f"审批：{self.approve}（{APPROVAL_NOTES[self.approve]}）")
         if isolated is None:
@@ -402,6 +479,7 @@ class Session:
             if line.strip() and self.handle(line.strip()) is STOP:
                 break
         self.save()
+        remove_store(self.store)  # nothing can be undone after the session
         if self.trajectory:
             self.console.print(f"[dim]运行记录已保存：{escape(str(self.trajectory))}[/]")
         return 0
@@ -538,13 +616,29 @@ def _diff(session: Session, argument: str) -> None:
                            more="（/diff all 显示全部）")
 
 
-@command("/undo", "撤销上一轮对工作区的修改（回到那一轮之前的快照）")
+@command("/undo", "撤销上一轮对工作区的修改：逐字节恢复，做不到就什么也不动")
 def _undo(session: Session, _: str) -> None:
     if not session.undo:
         session.console.print("还没有可以撤销的一轮。")
         return
-    restore(session.root, session.undo.pop())
-    session.console.print("已回到上一轮之前的样子（对话记录不变：告诉 agent 你撤销了）。")
+    try:
+        restored = session.undo[-1].restore()
+    except UndoError as exc:  # UndoRefused: nothing changed, the checkpoint stays
+        session.console.print(f"[red]{escape(str(exc))}[/]")
+        return
+    except OSError as exc:  # the workspace could not even be read: nothing was changed
+        session.console.print(f"[red]没有撤销：读不了工作区（{escape(str(exc))}）。[/]")
+        return
+    session.undo.pop()
+    if not restored:
+        session.console.print("上一轮之后工作区没有变化，没有需要恢复的文件。")
+        return
+    names = "、".join(restored[:5]) + (f" 等 {len(restored)} 处" if len(restored) > 5 else "")
+    session.console.print(f"已恢复到上一轮之前的样子：{escape(visible(names))}。"
+                          "也告诉了 agent（对话里加了一条说明）。")
+    more = f" and {len(restored) - 20} more" if len(restored) > 20 else ""
+    session.messages.append({"role": "user", "content": UNDONE_NOTE.format(
+        paths=", ".join(restored[:20]) + more)})
 
 
 @command("/todo", "模型的计划（todo_write 写下的列表）")
@@ -577,18 +671,3 @@ def _tokens(session: Session, _: str) -> None:
         total = sum((step.total_tokens or 0) for step in calls)
         session.console.print(f"{len(calls)} 次模型调用；最近一次发送 {reported[-1]:,} 个 prompt "
                               f"tokens；合计 {total:,} tokens。")
-
-
-def restore(root: Path, before: dict[str, str]) -> None:
-    """Put the text files of `root` back as in the snapshot `before`: changed files are
-    rewritten and files that did not exist then are removed (binary and very large
-    files are not in a snapshot, so they are left as they are)."""
-    workspace = Workspace(root, "allow-all")
-    now = snapshot(root)
-    for name in now.keys() - before.keys():
-        (root / name).unlink(missing_ok=True)
-    for name, text in before.items():
-        if now.get(name) != text:
-            target = workspace.resolve(name)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8", newline="")

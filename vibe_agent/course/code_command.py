@@ -1,10 +1,13 @@
 """`python -m vibe_agent code`: the terminal agent on a course task or on your own folder.
 
-    code --task NAME [--mode ...] [--approve ask|auto-edit|yolo]   a fresh copy of a task
-    code DIR         [--mode ...] [--approve ...]                  your own project
+    code --task NAME [--mode ...] [--approve ask|auto-edit|yolo] [--keep]   a fresh copy
+    code DIR         [--mode ...] [--approve ...] [--test-command CMD]      your own project
 
 Which model answers is always printed on screen: the scripted known-fix model
 (replays the task's known fix; not an LLM), the local SmolLM2, or your provider.
+After a turn that changed files, the tests give the verdict: the held-out judge on a
+course task, the project's own test command otherwise. A task's fresh copy is removed
+when the session ends, unless `--keep` asks to keep it.
 """
 
 from __future__ import annotations
@@ -21,17 +24,36 @@ from typing import Any
 
 from rich.console import Console
 
+from ..coding import remove_tree
 from ..compact import model_summarizer, scripted_summarizer
 from ..memory import MemoryFile
 from ..registry import ToolRegistry
 from ..sandbox import Action
 from ..terminal import APPROVALS, Session
 from .client import make_client, resolve_mode, settings
+from .judge import judge
 from .known_fix import KNOWN_FIX_LABEL, KNOWN_FIX_MODEL_NAME, known_fix_model
 from .tasks import SUITE_DIR, BugFixTask, copy_repo, load_suite
 
 CODE_MODES = ("offline", "local", "live")
 EXIT_CONFIG = 2
+OFFLINE_ON_YOUR_PROJECT = (
+    "注意：离线模式下回答你的是已知修复模型——它不是 LLM，"
+    "只会重放课程任务自带的修复，在你自己的项目上什么也做不了。要用真正的模型：加 --mode local"
+    "（本机的 SmolLM2，先按 README 装好 requirements-local.txt），或者设置 OPENAI_BASE_URL、"
+    "OPENAI_API_KEY 和 VIBE_AGENT_MODEL，指向一个 OpenAI 兼容的服务。")
+
+
+def _positive_tokens(text: str) -> int:
+    """--context-budget's value: a whole number of tokens, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} 不行：要写一个正整数（多少个 tokens），例如 6000；不写这个选项就不自动压缩")
+    return value
 
 
 def add_parser(sub: Any) -> None:
@@ -52,10 +74,17 @@ def add_parser(sub: Any) -> None:
     code.add_argument("--no-stream", action="store_true", help="不用流式输出（有的服务不支持）")
     code.add_argument("--max-iters", type=int, default=20, help="每一轮最多调用模型几次（默认 20）")
     code.add_argument("--trajectory", type=Path, metavar="PATH",
-                      help="运行记录保存到这里（默认：任务旁边，或 ~/.local/state/vibe_agent/）")
-    code.add_argument("--context-budget", type=int, default=0, metavar="TOKENS",
+                      help="运行记录保存到这里（默认：~/.local/state/vibe_agent/sessions/；"
+                           "--task 加 --keep 时放在任务旁边）")
+    code.add_argument("--context-budget", type=_positive_tokens, metavar="TOKENS",
                       help="一轮的 prompt 超过这么多 tokens 就自动压缩历史（第 11 课；"
-                           "默认 0：不自动压缩，/compact 随时可用）")
+                           "不写：不自动压缩，/compact 随时可用）")
+    code.add_argument("--test-command", metavar="命令",
+                      help="每一轮改了文件之后，在沙箱里运行这条测试命令给出判定（你自己的项目；"
+                           "不写：用 AGENTS.md 里写的，或者检测到 pytest 项目时用 "
+                           "python -m pytest -q）")
+    code.add_argument("--keep", action="store_true",
+                      help="--task：会话结束后留下复制出来的工作区（默认删除），并打印它在哪里")
     code.add_argument("--mcp", action="append", default=[], metavar="名字=命令",
                       help="再接一个 MCP 服务器的工具（第 14 课），例如 "
                            "course='python -m vibe_agent.course.mcp_server'；可以写多次")
@@ -71,6 +100,8 @@ def main(args: argparse.Namespace) -> int:
         return _usage_error("请给出一个文件夹，或者用 --task 选一个课程任务（二选一）。")
     if args.max_iters < 1:
         return _usage_error("--max-iters 至少是 1。")
+    if args.keep and args.task is None:
+        return _usage_error("--keep 只用于 --task（你自己的文件夹本来就不会被删）。")
     servers = [_server(text) for text in args.mcp]
     if problem := _servers_problem(servers):
         return _usage_error(problem)
@@ -81,18 +112,44 @@ def main(args: argparse.Namespace) -> int:
             tasks, _ = load_suite(SUITE_DIR)
             names = "、".join(sorted(t.name for t in tasks))
             return _usage_error(f"没有叫 {args.task!r} 的课程任务。可选的有：{names}")
-        home = Path(tempfile.mkdtemp(prefix="vibe-code-"))
+    elif not args.folder.resolve().is_dir():
+        return _usage_error(f"{args.folder} 不是一个文件夹。")
+    # Every check is done: only now is anything copied or created
+    home = Path(tempfile.mkdtemp(prefix="vibe-code-")) if task else None
+    try:
+        return _open(args, console, task, home, servers)
+    finally:
+        if home is not None and args.keep:
+            console.print(f"工作区留在：{home / 'workspace'}", markup=False, soft_wrap=True)
+        elif home is not None:
+            _remove(home, console)
+
+
+def _remove(home: Path, console: Console) -> None:
+    """Delete a task's temporary folder; say so (and say it when that fails)."""
+    try:
+        remove_tree(home)
+    except OSError as exc:
+        console.print(f"没能删除临时工作区 {home}（{exc.strerror or exc}），请手动删除。",
+                      markup=False)
+        return
+    console.print(f"已删除这次的临时工作区 {home}（想留下它，用 --keep）。", markup=False,
+                  style="dim", soft_wrap=True)
+
+
+def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
+          home: Path | None, servers: list[tuple[str, list[str]] | None]) -> int:
+    """Copy the task (if any), start the MCP servers and run the session."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    if task is not None and home is not None:
         root = copy_repo(task, home / "workspace")
-        trajectory = args.trajectory or home / "trajectory.json"
-        console.print(f"已把任务复制到一个新的工作区：{root}")
+        trajectory = args.trajectory or (home / "trajectory.json" if args.keep else (
+            _state_dir() / "sessions" / f"task-{task.name}-{stamp}.json"))
+        console.print(f"已把任务复制到一个新的工作区：{root}", markup=False, soft_wrap=True)
     else:
         root = args.folder.resolve()
-        if not root.is_dir():
-            return _usage_error(f"{args.folder} 不是一个文件夹。")
         trajectory = args.trajectory or _state_dir() / "sessions" / (
-            f"{root.name}-{_digest(root)}-{time.strftime('%Y%m%d-%H%M%S')}.json")
-    if args.context_budget < 0:
-        return _usage_error("--context-budget 不能是负数。")
+            f"{root.name}-{_digest(root)}-{stamp}.json")
     client, model, label = _client(args.mode, task)
     key = task.name if task else f"{root.name}-{_digest(root)}"
     summarize = scripted_summarizer if model == KNOWN_FIX_MODEL_NAME else model_summarizer(
@@ -121,9 +178,28 @@ def main(args: argparse.Namespace) -> int:
                           trajectory=trajectory, suggested=task.prompt if task else None,
                           tools=ToolRegistry.combine(*mcp_tools), summarize=summarize,
                           memory=MemoryFile(_state_dir() / "memory" / f"{key}.md"),
-                          context_budget=args.context_budget or None,
-                          delegate=not args.no_delegate)
+                          context_budget=args.context_budget,
+                          delegate=not args.no_delegate, test_command=args.test_command,
+                          judge=_judged(task) if task else None,
+                          state_dir=home or _state_dir() / "undo",
+                          notice=OFFLINE_ON_YOUR_PROJECT if (
+                              model == KNOWN_FIX_MODEL_NAME and task is None) else "")
         return session.run()
+
+
+def _judged(task: BugFixTask) -> Any:
+    """The verdict line of a course task: the held-out judge on a pristine copy (09–10)."""
+
+    def verdict(workspace: Path) -> str:
+        result = judge(task, workspace)
+        fixed, kept = result.fail_to_pass.values(), result.pass_to_pass.values()
+        line = (f"{sum(fixed)}/{len(fixed)} 修好，{sum(kept)}/{len(kept)} 未破坏"
+                f"（{'已解决' if result.resolved else '还没解决'}：留出的测试在原样的副本上跑）")
+        if result.discarded:
+            line += f"；判定没有采用 {len(result.discarded)} 处改动（测试或源码以外的文件）"
+        return line
+
+    return verdict
 
 
 def _server(text: str) -> tuple[str, list[str]] | None:
