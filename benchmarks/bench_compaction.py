@@ -181,13 +181,14 @@ def main() -> None:
                   f"{statistics.mean(r.summary_tokens for r in first):>27.0f} "
                   f"{with_them:>15.2f} {median:>8.2f}  {stops}"
                   + (f"  not solved: {', '.join(failed)}" if failed else ""))
-            part["ways"][way] = {
+            part["ways"][way] = {  # None where no task was solved: nothing to compare
                 "solved": sum(r.solved for r in first), "tasks": len(tasks),
-                "prompt_tokens_per_solved": round(per_solved), "ratio_to_full": round(ratio, 4),
+                "prompt_tokens_per_solved": round(per_solved) if both else None,
+                "ratio_to_full": round(ratio, 4) if both else None,
                 "summaries_per_task": statistics.mean(r.summaries for r in first),
                 "summary_request_tokens_per_task": round(
                     statistics.mean(r.summary_tokens for r in first)),
-                "ratio_with_summary_requests": round(with_them, 4),
+                "ratio_with_summary_requests": round(with_them, 4) if both else None,
                 "median_seconds": round(median, 2), "stop_reasons": stops, "not_solved": failed}
     record = {
         "benchmark": __doc__.splitlines()[0],
