@@ -115,13 +115,15 @@ def prompt_tokens(result: AgentResult) -> int:
 
 
 def commit() -> str:
-    """The commit the package was measured at ("+ changes" when the tree was not clean)."""
+    """The commit the code was measured at ("+ changes" when the package or the benchmarks
+    differed from it)."""
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], capture_output=True, text=True,
                               cwd=Path(__file__).parent, check=False).stdout.strip()
 
     head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + (" + changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", "../vibe_agent", ".")
+    return head + (" + changes" if changed else "")
 
 
 def main() -> None:
