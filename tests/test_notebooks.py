@@ -192,7 +192,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 def machine_paths(text: str) -> list[str]:
     """Each machine path in `text`, as `what it is: …excerpt…`."""
     text = ANSI.sub("", text)
-    return [f"{label}: …{text[max(0, m.start() - 20):m.end() + 20]}…"
+    return [f"{label}: …{text[max(0, m.start() - 20):m.end() + 20]!r}…"
             for label, pattern in MACHINE_PATHS.items() if pattern
             for m in re.finditer(pattern, text)]
 
