@@ -2,6 +2,7 @@
 
     python benchmarks/bench_compaction.py [--window 4000] [--budget 0.5] [--keep 1]
                                           [--offload-over 1500] [--head-chars 300] [--runs 3]
+                                          [--out benchmarks/results/compaction.json]
 
 The known-fix model (`known_fix_model`: it replays each task's fix, it does not reason)
 runs the long task (`bulk_discount_threshold`) and, apart, the rest of the bug-fix suite
@@ -22,16 +23,22 @@ tasks solved; prompt tokens per solved task (the API's `usage`, summed over the 
 a ratio to `full`; summary calls per task; the prompt tokens a model summariser would be
 sent for those calls (`summary_request`, counted with the same tokenizer: the reference
 summariser makes no model call, so its summaries cost nothing here) and the ratio with
-them added; median wall seconds per run.
+them added; median wall seconds per run. The same figures, with when, where and how they
+were measured, are written to --out as JSON (lesson 11's table is read from it).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import platform
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +52,7 @@ from vibe_agent.course.tasks import BugFixTask, copy_repo, load_suite
 from vibe_agent.loop import AgentResult, run_agent
 
 LONG_TASK = "bulk_discount_threshold"  # lesson 11's long task, part of the suite
+RESULTS = Path(__file__).with_name("results") / "compaction.json"
 WAYS = ("full", "nothing", "trim", "compact", "compact+offload")
 
 
@@ -106,6 +114,18 @@ def prompt_tokens(result: AgentResult) -> int:
     return sum(prompt_tokens_each(result))
 
 
+def commit() -> str:
+    """The commit the code was measured at ("+ changes" when the package or the benchmarks
+    differed from it)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, check=False).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", "../vibe_agent", ".")
+    return head + (" + changes" if changed else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--window", type=int, default=4000)
@@ -114,6 +134,7 @@ def main() -> None:
     parser.add_argument("--offload-over", type=int, default=1500, help="characters")
     parser.add_argument("--head-chars", type=int, default=300)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=RESULTS, help="the JSON record")
     args = parser.parse_args()
     settings = Settings(args.window, args.budget, args.keep, args.offload_over, args.head_chars)
     suite, errors = load_suite()
@@ -121,6 +142,7 @@ def main() -> None:
         raise SystemExit(f"broken tasks: {errors}")
     long_tasks = [task for task in suite if task.name == LONG_TASK]
     others = [task for task in suite if task.name != LONG_TASK]  # each task runs in one part
+    parts: dict[str, Any] = {}
     for label, tasks in (("long task", long_tasks), ("the rest of the bug-fix suite", others)):
         print(f"\n== {label}: {len(tasks)} task(s), window {args.window} tokens, compaction "
               f"budget {args.budget:.0%} keep {args.keep}, offload over {args.offload_over} "
@@ -135,6 +157,8 @@ def main() -> None:
                      for whole in full) / sum(prompt_tokens(whole) for whole in full)
         print(f"resent every round (tools, system prompt, task: the first round's prompt "
               f"x rounds), of full: {resent:.2f}")
+        part = parts[label] = {"tasks": [task.name for task in tasks],
+                               "resent_every_round_of_full": round(resent, 4), "ways": {}}
         print(f"{'way':<16} {'solved':>6} {'prompt tokens/solved':>20} {'ratio to full':>13} "
               f"{'summaries/task':>14} {'summary request tokens/task':>27} "
               f"{'ratio with them':>15} {'median s':>8}  stop reasons")
@@ -159,6 +183,37 @@ def main() -> None:
                   f"{statistics.mean(r.summary_tokens for r in first):>27.0f} "
                   f"{with_them:>15.2f} {median:>8.2f}  {stops}"
                   + (f"  not solved: {', '.join(failed)}" if failed else ""))
+            part["ways"][way] = {  # None where no task was solved: nothing to compare
+                "solved": sum(r.solved for r in first), "tasks": len(tasks),
+                "prompt_tokens_per_solved": round(per_solved) if both else None,
+                "ratio_to_full": round(ratio, 4) if both else None,
+                "summaries_per_task": statistics.mean(r.summaries for r in first),
+                "summary_request_tokens_per_task": round(
+                    statistics.mean(r.summary_tokens for r in first)),
+                "ratio_with_summary_requests": round(with_them, 4) if both else None,
+                "median_seconds": round(median, 2), "stop_reasons": stops, "not_solved": failed}
+    record = {
+        "benchmark": __doc__.splitlines()[0],
+        "provenance": {
+            "date": datetime.now(UTC).replace(microsecond=0).isoformat(),
+            "command": "python benchmarks/bench_compaction.py " + " ".join(sys.argv[1:]),
+            "commit": commit(),
+            "machine": f"{platform.machine()}, {platform.system()}, Python "
+                       f"{platform.python_version()}",
+            "model": "known-fix model (vibe_agent.course.known_fix): replays each task's "
+                     "fix.patch, not an LLM",
+            "tokens": "usage counted by the scripted model with o200k_base (bpe-openai)",
+            "note": "the test output carries pytest's timings, so two runs differ by a few "
+                    "tokens (a ratio's last digit by 0.01 at times); ratios are over the "
+                    "tasks solved both this way and with the full history",
+        },
+        "settings": {**asdict(settings), "runs": args.runs},
+        "parts": parts,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n",
+                        encoding="utf-8")
+    print(f"\nwritten: {args.out}")
 
 
 if __name__ == "__main__":

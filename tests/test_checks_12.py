@@ -19,7 +19,7 @@ from vibe_agent.course.checks.lesson_12 import (
     check_memory,
     check_tests_gate,
 )
-from vibe_agent.sandbox import run_in_sandbox
+from vibe_agent.sandbox import run_in_sandbox, why_not_isolated
 
 STATUSES = ("pending", "in_progress", "completed")
 
@@ -95,6 +95,60 @@ def todos_missing_status_ok(items):
         if isinstance(item, dict) and "status" in item and item["status"] not in STATUSES]
 
 
+def todos_adjacent_only(items):
+    """Two in_progress items caught only when they stand next to each other."""
+    problems = [p for p in todos_right(items) if "in_progress" not in p]
+    statuses = [item.get("status") for item in items if isinstance(item, dict)] \
+        if isinstance(items, list) else []
+    if any(a == b == "in_progress" for a, b in zip(statuses, statuses[1:], strict=False)):
+        problems.append("相邻两项都在 in_progress")
+    return problems
+
+
+def todos_only_str_items(items):
+    """Items that are strings are reported; any other non-dict item raises."""
+    if not isinstance(items, list):
+        return ["items 必须是列表"]
+    if any(isinstance(item, str) for item in items):
+        return ["有一项是字符串"]
+    problems = []
+    for i, item in enumerate(items, 1):
+        content = item.get("content")
+        if not isinstance(content, str) or not content.strip():
+            problems.append(f"第 {i} 项内容为空")
+        if item.get("status") not in STATUSES:
+            problems.append(f"第 {i} 项状态未知")
+    if [item.get("status") for item in items].count("in_progress") > 1:
+        problems.append("同时有多项 in_progress")
+    return problems
+
+
+def todos_str_content(items):
+    """str(content).strip(): None becomes "None" and 42 becomes "42", both non-empty."""
+    if not isinstance(items, list):
+        return ["items 必须是列表"]
+    problems = [p for p in todos_right(items) if "内容为空" not in p]
+    return problems + ["内容为空" for item in items if isinstance(item, dict)
+                       and not str(item.get("content")).strip()]
+
+
+def todos_str_content_number(items):
+    """Refuses None and "", yet str(42).strip() lets a number through."""
+    if not isinstance(items, list):
+        return ["items 必须是列表"]
+    problems = [p for p in todos_right(items) if "内容为空" not in p]
+    return problems + ["内容为空" for item in items if isinstance(item, dict)
+                       and (item.get("content") is None or not str(item["content"]).strip())]
+
+
+def todos_status_substring(items):
+    """`status in "pending in_progress completed"`: "progress" and "" are substrings."""
+    problems = [p for p in todos_right(items) if "状态未知" not in p]
+    return problems + ["状态未知" for item in (items if isinstance(items, list) else [])
+                       if isinstance(item, dict)
+                       and str(item.get("status")) not in "pending in_progress completed"]
+
+
 def todos_booleans(items):
     return not todos_right(items)
 
@@ -136,6 +190,11 @@ def todos_through_the_tool(items):
     (todos_calls_the_package, "包里现成的 todo_problems"),
     (todos_through_the_tool, "包里现成的 TodoList"),
     (package_plan.todo_problems, "包里现成的 todo_problems"),
+    (todos_adjacent_only, "不只是相邻的两项"),
+    (todos_only_str_items, "None、数字、列表也不是 dict"),
+    (todos_str_content, "str(content) 会把 None 变成 'None'"),
+    (todos_str_content_number, "str(42) 是 '42'"),
+    (todos_status_substring, "不要在一个长字符串里找子串"),
 ], ids=lambda value: value.__name__ if callable(value) else "")
 def test_check_todos_checker(fn, expected, capsys):
     out = run_check(check_check_todos, fn, capsys=capsys)
@@ -203,6 +262,40 @@ def gate_plain_subprocess(answer, workspace, command, timeout):
     return None if done.returncode == 0 else done.stdout + done.stderr
 
 
+def gate_passed_in_output(answer, workspace, command, timeout):
+    result = run_in_sandbox(command, Path(workspace), timeout=timeout)
+    return None if "passed" in result.output else f"测试没有通过：\n{result.output}"
+
+
+def gate_subprocess_without_the_key(answer, workspace, command, timeout):
+    """A plain subprocess.run with OPENAI_API_KEY taken out of the environment."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    try:
+        done = subprocess.run(command, shell=True, cwd=workspace, env=env, text=True,
+                              capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "超时了"
+    return None if done.returncode == 0 else done.stdout + done.stderr
+
+
+def gate_subprocess_clean_env(answer, workspace, command, timeout):
+    """A plain subprocess.run with an environment built from scratch: no secrets, but the
+    command still runs as us, sees the whole machine and has the network."""
+    env = {"PATH": os.environ["PATH"], "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    try:
+        done = subprocess.run(command, shell=True, cwd=workspace, env=env, text=True,
+                              capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "超时了"
+    return None if done.returncode == 0 else done.stdout + done.stderr
+
+
+def gate_no_failed_word(answer, workspace, command, timeout):
+    result = run_in_sandbox(command, Path(workspace), timeout=timeout)
+    return result.output if "failed" in result.output or result.exit_code is None else None
+
+
 def gate_hard_coded(answer, workspace, command, timeout):
     """Recognises the checker's projects by their files instead of running anything."""
     code = (Path(workspace) / "calc.py").read_text() if (Path(workspace) / "calc.py").exists() \
@@ -216,7 +309,7 @@ def gate_calls_the_package(answer, workspace, command, timeout):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("fn", "expected"), [
-    (gate_right, f"全部 {len(GATE_CASES) + 1} 项通过"),
+    (gate_right, f"全部 {len(GATE_CASES) + 1 - (why_not_isolated() is not None)} 项通过"),
     (gate_unsolved, "还没完成"),
     (gate_trusts_the_words, "模型说“已修复”不算数"),
     (gate_never_lets_go, "总是返回一段话的检查会让运行永远停不下来"),
@@ -229,6 +322,12 @@ def gate_calls_the_package(answer, workspace, command, timeout):
     (gate_plain_subprocess, "测试看到了 OPENAI_API_KEY"),
     (gate_hard_coded, "测试没有通过，却返回了 None"),
     (gate_calls_the_package, "现成的 tests_gate"),
+    (gate_passed_in_output, "“1 failed, 1 passed” 里也有 passed"),
+    (gate_subprocess_without_the_key, "只删掉 OPENAI_API_KEY 不够"),
+    pytest.param(gate_subprocess_clean_env, "测试看到了工作区外面的文件",
+                 marks=pytest.mark.skipif(why_not_isolated() is not None,
+                                          reason="bubblewrap cannot isolate commands here")),
+    (gate_no_failed_word, "也不要在输出里找 “failed”"),
 ], ids=lambda value: value.__name__ if callable(value) else "")
 def test_tests_gate_checker(fn, expected, capsys):
     out = run_check(check_tests_gate, fn, capsys=capsys)
@@ -322,6 +421,46 @@ def build_drops_the_injection(rules, project, notes):
     return build_right(rules, project.split("</project_file>")[0], notes)
 
 
+def build_truthy_project(rules, project, notes):
+    """`if project:` — a whitespace-only AGENTS.md still gets its (empty) block."""
+    parts = [rules]
+    if project:
+        body = project.replace("</project_file", "<\\/project_file")
+        parts.append(f'以下是项目的 AGENTS.md（参考）：\n<project_file name="AGENTS.md">\n{body}\n'
+                     "</project_file>")
+    if notes.strip():
+        parts.append(f"以前会话的笔记（参考）：\n<agent_notes>\n{notes}\n</agent_notes>")
+    return "\n\n".join(parts)
+
+
+def build_always_notes(rules, project, notes):
+    """An empty <agent_notes> block whenever AGENTS.md is there."""
+    if not project.strip() and not notes.strip():
+        return rules
+    body = project.replace("</project_file", "<\\/project_file")
+    parts = [rules]
+    if project.strip():
+        parts.append(f'以下是项目的 AGENTS.md（参考）：\n<project_file name="AGENTS.md">\n{body}\n'
+                     "</project_file>")
+    parts.append(f"以前会话的笔记（参考）：\n<agent_notes>\n{notes}\n</agent_notes>")
+    return "\n\n".join(parts)
+
+
+def build_strips_the_rules(rules, project, notes):
+    return build_right(rules.strip(), project, notes)
+
+
+def build_unexplained(rules, project, notes):
+    """Marks the texts but never says they are reference, not instructions."""
+    parts = [rules]
+    if project.strip():
+        body = project.replace("</project_file", "<\\/project_file")
+        parts.append(f'<project_file name="AGENTS.md">\n{body}\n</project_file>')
+    if notes.strip():
+        parts.append(f"<agent_notes>\n{notes}\n</agent_notes>")
+    return "\n\n".join(parts)
+
+
 def build_with_the_package(rules, project, notes):
     return memory.memory_prompt(rules, project, notes)
 
@@ -331,7 +470,7 @@ def save_unsolved(path, note):
 
 
 @pytest.mark.parametrize(("save", "build", "expected"), [
-    (save_right, build_right, "全部 9 项通过"),
+    (save_right, build_right, "全部 13 项通过"),
     (save_unsolved, build_right, "还没完成"),
     (save_overwrites, build_right, "\"w\" 会把以前的笔记全部覆盖"),
     (save_no_folder, build_right, "文件夹可能还不存在"),
@@ -345,6 +484,10 @@ def save_unsolved(path, note):
     (save_right, build_drops_the_injection, "AGENTS.md 的原文不见了"),
     (save_right, build_with_the_package, "包里现成的 memory_prompt"),
     (save_right, memory.memory_prompt, "包里现成的 memory_prompt"),
+    (save_right, build_truthy_project, "只有空白的 AGENTS.md 也算没有"),
+    (save_right, build_always_notes, "没有笔记时不要留一个空的 <agent_notes>"),
+    (save_right, build_strips_the_rules, "rules 一字不改"),
+    (save_right, build_unexplained, "在每个标记前面用一句话说明"),
 ], ids=lambda value: value.__name__ if callable(value) else "")
 def test_memory_checker(save, build, expected, capsys):
     out = run_check(check_memory, save, build, capsys=capsys)

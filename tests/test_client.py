@@ -10,6 +10,7 @@ import openai
 import pytest
 
 from vibe_agent.course import client as client_module
+from vibe_agent.course.cassette import ReplayMiss
 from vibe_agent.course.client import ConfigError, CourseClient, make_client
 from vibe_agent.course.pages import ARTICLE_URL, EXAMPLE_URL, BundledPages
 
@@ -164,3 +165,40 @@ def test_replay_serves_the_recording_whatever_pages_says():
 def test_pages_must_be_bundled_network_or_a_transport(tapes, pages):
     with pytest.raises(ConfigError, match="pages="):
         make_client("reference", pages=pages)
+
+
+# --- the cassette as a person is shown it: the same on every machine ---------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_describe_names_a_project_cassette_relative_to_the_project(monkeypatch, tmp_path):
+    monkeypatch.delenv("VIBE_AGENT_CASSETTES", raising=False)
+    monkeypatch.chdir(tmp_path)  # wherever the notebook runs from
+    client = make_client("replay", "00_setup_reference")
+    assert "录制文件：notebooks/cassettes/00_setup_reference.json\n" in client.describe()
+    assert str(ROOT) not in client.describe()
+
+
+def test_replay_miss_and_the_fallback_notice_name_it_the_same_way(monkeypatch, tmp_path,
+                                                                   capsys):
+    monkeypatch.delenv("VIBE_AGENT_CASSETTES", raising=False)
+    monkeypatch.chdir(tmp_path)
+    strict = make_client("replay", "00_setup_reference")
+    with pytest.raises(ReplayMiss) as miss:
+        strict.chat.completions.create(model=strict.model, messages=[
+            {"role": "user", "content": "一个录制文件里没有的问题"}])
+    assert str(miss.value).startswith(
+        "录制文件 notebooks/cassettes/00_setup_reference.json 里没有这个请求")
+    offline = make_client("offline", "00_setup_reference")
+    offline.chat.completions.create(model=offline.model, messages=[
+        {"role": "user", "content": "一个录制文件里没有的问题"}])
+    told = capsys.readouterr()
+    assert "录制文件 notebooks/cassettes/00_setup_reference.json 里没有这个请求" \
+        in told.out + told.err
+    assert str(ROOT) not in str(miss.value) + told.out + told.err
+
+
+def test_a_cassette_outside_the_project_is_named_by_its_whole_path(recorded):
+    client = make_client("replay", recorded)
+    assert f"录制文件：{recorded}\n" in client.describe()

@@ -104,6 +104,14 @@ def test_a_link_inside_the_workspace_is_followed_and_a_loop_is_empty(tmp_path):
 def test_without_memory_the_prompt_is_the_rules():
     assert memory_prompt(RULES) == RULES
     assert memory_prompt(RULES, "", " \n") == RULES
+    assert memory_prompt(RULES, " \n\t", "") == RULES
+
+
+@pytest.mark.parametrize("rules", [RULES + "\n", RULES + "  \n\n", "\n" + RULES],
+                         ids=["a-newline-at-the-end", "blank-lines-at-the-end", "a-newline-first"])
+def test_the_rules_are_kept_character_for_character(rules):
+    assert memory_prompt(rules, "", "") == rules
+    assert memory_prompt(rules, AGENTS, "- 一条笔记\n").startswith(rules)
 
 
 def test_the_rules_come_first_and_the_project_text_is_marked_as_the_projects():

@@ -11,6 +11,7 @@ package's version while the exercise is unfinished (`vibe_agent.course.fallback`
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -161,3 +162,82 @@ def test_sanitizer_file_is_read_whole():
     """A pair nbval's parser skips (a blank line between regex and replace) is lost."""
     text = (ROOT / "tests" / "sanitize.cfg").read_text(encoding="utf-8")
     assert len(SANITIZE) == text.count("\nregex: ")
+
+
+# --- stored outputs name nothing of the machine that ran them ----------------------------
+
+TRACKED_NOTEBOOKS = sorted([*(ROOT / "notebooks").glob("*.ipynb"),
+                            *(ROOT / "solutions").glob("*.ipynb")])
+START = r"(?<![\w.:/~-])~?"  # a path starts here: not inside a word, a URL or another path
+FOLDERS = r"(?:/[\w.@+-]+)+"
+TEMP = tempfile.gettempdir()
+# What marks a path as the executing machine's (legitimate course text such as /workspace,
+# ~/.ssh, /etc/passwd or the sandbox's /tmp/.ssh matches none of these):
+MACHINE_PATHS = {
+    "the project's own folder on that machine": START + r"(?!/workspace/)" + FOLDERS
+    + r"/(?:notebooks|solutions|vibe_agent|benchmarks|tests)/",
+    "a Python installation": START + FOLDERS + r"/(?:lib/python3\.\d+|(?:site|dist)-packages)/",
+    "a home folder": r"(?<![\w.:/~-])(?:/home/[^/\s'\"]+/|/Users/[^/\s'\"]+/|/root/)"
+    r"|\b[A-Za-z]:\\",
+    "a temporary folder": r"(?<![\w.:/~-])(?:/tmp/(?:tmp|[\w.-]*-)[a-z0-9_]{8}/|/tmp/pytest-of-"
+    r"|(?:/private)?/var/folders/)|ipykernel_\d+"
+    + (rf"|{re.escape(TEMP)}/" if TEMP != "/tmp" else ""),
+    "this checkout or one next to it": "|".join(
+        re.escape(str(folder)) + "/" for folder in (ROOT, ROOT.parent)
+        if len(folder.parts) > 2),
+}
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def machine_paths(text: str) -> list[str]:
+    """Each machine path in `text`, as `what it is: …excerpt…`."""
+    text = ANSI.sub("", text)
+    return [f"{label}: …{text[max(0, m.start() - 20):m.end() + 20]!r}…"
+            for label, pattern in MACHINE_PATHS.items() if pattern
+            for m in re.finditer(pattern, text)]
+
+
+def cell_texts(cell: nbformat.NotebookNode) -> list[str]:
+    """A cell's source and every text its stored outputs hold."""
+    texts = [cell.source]
+    for output in cell.get("outputs", []):
+        texts += [output.get("text", ""), output.get("evalue", ""), *output.get("traceback", [])]
+        texts += [value for value in output.get("data", {}).values() if isinstance(value, str)]
+    return texts
+
+
+@pytest.mark.parametrize("text", [
+    "录制文件：notebooks/cassettes/00_setup_reference.json",
+    "cat: /tmp/.ssh/id_rsa: No such file or directory",  # the sandbox's home
+    "read_file('~/.ssh/id_rsa')", "~/.bashrc", "/etc/passwd", "/proc/sys/kernel/core_pattern",
+    "/workspace/tests/test_cart.py", "/dev/null", "/usr/hacked.txt", "/bin/sh",
+    "vibe_agent/registry.py:514", "https://github.com/openai/openai-python/tree/main/tests/",
+    "python -m pytest -q tests/test_money.py", "src/../../secret.txt", "12/24 tests",
+])
+def test_course_text_is_not_a_machine_path(text):
+    assert machine_paths(text) == []
+
+
+@pytest.mark.parametrize("text", [
+    "录制文件：/work/wt/integ/notebooks/cassettes/00_setup_reference.json",
+    "File /home/me/vibe-agent/vibe_agent/registry.py:514, in ToolRegistry.tool",
+    "File ~/.pyenv/versions/3.11.7/lib/python3.11/json/decoder.py:337",
+    "/opt/venv/lib/python3.11/site-packages/openai/_client.py:120: UserWarning",
+    "python /tmp/vibe-lesson14-dw4ipqtl/evil_server.py",
+    "/tmp/ipykernel_4242/123456789.py:3: DeprecationWarning",
+    "/Users/me/", "/root/project", "C:\\Users\\me\\vibe\\notebooks\\x.json",
+    "/var/folders/xy/abc/T/vibe-ws-1/project", "/tmp/pytest-of-root/pytest-3/x",
+    f"{ROOT}/notebooks", f"{ROOT.parent}/another-checkout/x",
+])
+def test_a_machine_path_is_recognised(text):
+    assert machine_paths(text)
+
+
+@pytest.mark.parametrize("path", TRACKED_NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_tracked_notebook_names_no_path_of_the_machine_that_ran_it(path):
+    """Stored outputs are the same on every machine: describe(), ReplayMiss and tracebacks
+    name files relative to the project (re-execute a notebook that fails here)."""
+    nb = nbformat.read(path, as_version=4)
+    found = [f"cell {index}: {where}" for index, cell in enumerate(nb.cells)
+             for text in cell_texts(cell) for where in machine_paths(text)]
+    assert not found, "\n".join(found)

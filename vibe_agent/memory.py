@@ -93,14 +93,15 @@ def _tagged(tag: str, text: str, attributes: str = "") -> str:
 def memory_prompt(rules: str, project: str = "", notes: str = "") -> str:
     """The system prompt: our rules first and unchanged, then the memory, marked.
 
-    Empty parts are left out, so with no memory the prompt is exactly `rules`.
+    Empty parts (or only whitespace) are left out, so with no memory the prompt is
+    `rules` itself, character for character; with memory it starts with `rules`.
 
     Args:
         rules: the agent's own system prompt.
         project: the text of AGENTS.md (`load_project_memory`).
         notes: the notes of earlier sessions (`MemoryFile.text()`).
     """
-    parts = [rules.rstrip()]
+    parts = [rules]
     if project.strip():
         parts.append(PROJECT_INTRO + "\n" + _tagged(PROJECT_TAG, project,
                                                     f' name="{AGENTS_FILE}"'))

@@ -43,9 +43,19 @@ from .matching import ABSENT, differences, distance, page_key, request_key
 from .redact import Redactor
 
 FORMAT = 1
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the repository this package belongs to
 SOURCES = ("scripted-reference", "real-model", "live-provider")
 PARTIAL = ".partial"  # suffix of the file a recording writes as it goes
 RECORD_COMMAND = "python -m vibe_agent record 课名或场景名"
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """A file as a message for a person names it: relative to the project when it is in it
+    (notebooks/cassettes/demo_reference.json, the same on every machine), else as given."""
+    try:
+        return Path(path).resolve().relative_to(PROJECT_ROOT).as_posix()
+    except (ValueError, OSError, RuntimeError):  # outside the project, or unresolvable
+        return str(path)
 
 
 class _ShortInJupyter:
@@ -317,8 +327,9 @@ class Cassette:
 
     @property
     def where(self) -> str:
-        """The file (or the name, for a cassette that has none), for messages."""
-        return str(self.path or self.name)
+        """The file (relative to the project when it is in it) or, for a cassette that has
+        none, the name: how messages for a person name the cassette."""
+        return shown_path(self.path) if self.path is not None else self.name
 
     # -- files ---------------------------------------------------------------
 

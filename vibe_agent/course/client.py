@@ -196,7 +196,7 @@ class CourseClient(openai.OpenAI):
         source = c.provenance.get("source", "?")
         lines = [f"运行模式：{c.mode}", f"模型：{c.model}（{SOURCE_WORDS.get(source, source)}）"]
         if c.cassette is not None:
-            lines.append(f"录制文件：{c.cassette.path or c.cassette.name}")
+            lines.append(f"录制文件：{c.cassette.where}")
             when = c.provenance.get("recorded_at", "?")
             how = c.provenance.get("recorded_with", "?")
             lines.append(f"录制时间：{when}；录制方式：{how}")

@@ -7,8 +7,10 @@
                             [system, first user, summary, *last rounds], input untouched
 
 Both run the learner's function on fixed histories (parallel calls, results in another
-order than the calls, content None, reasoning_content, odd ids) and compare with what
-the rules say. `check_compact` then hands the function to `run_agent(..., prepare=...)`
+order than the calls, content None, reasoning_content, odd ids, exactly
+`keep_last_rounds` rounds) and compare with what the rules say; the summariser's text
+carries a random mark, so a summary message that drops it is caught. `check_compact`
+then hands the function to `run_agent(..., prepare=...)`
 with a scripted model (a program, not an LLM) that answers HTTP 400 to a broken
 history, as OpenAI does. Each typical mistake gets its own hint.
 """
@@ -16,6 +18,7 @@ history, as OpenAI does. Each typical mistake gets its own hint.
 from __future__ import annotations
 
 import copy
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -116,14 +119,21 @@ def check_split_rounds(fn: Callable[[list[Message]], Any]) -> Verdict:
 
 
 class Summarizer:
-    """A summariser that writes down what it was given (a program, not an LLM)."""
+    """A summariser that writes down what it was given (a program, not an LLM). Its text
+    carries a random mark, so the summary message can be told from any prefix the learner
+    writes (the suggested 之前的对话摘要： too)."""
 
     def __init__(self) -> None:
         self.given: list[list[Message]] = []
+        self.mark = secrets.token_hex(4)
 
     def __call__(self, messages: list[Message]) -> str:
         self.given.append(copy.deepcopy(messages))
-        return f"摘要：{len(messages)} 条消息"
+        return self.text(len(messages))
+
+    def text(self, count: int) -> str:
+        """What it returns for `count` messages."""
+        return f"（检查器的摘要器 {self.mark}：换掉了 {count} 条消息）"
 
 
 COMPACT_CASES: list[tuple[str, list[Message], int]] = [
@@ -132,6 +142,7 @@ COMPACT_CASES: list[tuple[str, list[Message], int]] = [
     ("保留 0 轮：全部换成摘要", HISTORY, 0),
     ("没有 system 消息的历史", HISTORY[1:], 2),
     ("轮数不多于 keep_last_rounds：原样返回一份副本，不调用 summarize", HISTORY[:7], 3),
+    ("轮数正好等于 keep_last_rounds：也原样返回，不调用 summarize", HISTORY[:7], 2),
 ]
 
 ORPHAN_HINT = ("按轮切，不要按消息条数切：保留的部分必须从一条 assistant 消息开始，"
@@ -144,32 +155,56 @@ WHOLE_HINT = ("summarize 只拿到被换掉的那些消息：system、第一条 
               "按顺序调用一次。")
 OFF_BY_ONE_HINT = ("数一数保留了几轮：应该正好是 keep_last_rounds 轮。"
                    "用 rounds[len(rounds) - keep:]，小心 keep=0 时 rounds[-0:] 是整个列表。")
-SUMMARY_HINT = "摘要是一条新消息（比如 role 为 user），它的 content 里要有 summarize 返回的文字。"
+SUMMARY_HINT = ("摘要是一条新消息（比如 role 为 user），它的 content 里要有 summarize "
+                "返回的那段文字（前面可以加一句“之前的对话摘要：”）："
+                "只写前缀，模型就看不到被换掉的那些轮里发生了什么。")
+PLACE_HINT = ("摘要紧跟在第一条 user 消息（任务）后面，保留的几轮接在摘要后面："
+              "[system, 任务, 摘要, 最后几轮]。")
+EQUAL_HINT = ("轮数正好等于 keep_last_rounds 时也没有什么要压缩：判断条件是 "
+              "len(rounds) <= keep_last_rounds，不是 <。写成 < 时 summarize 拿到一个空列表，"
+              "历史里多出一条什么也没说的摘要。")
+HEAD_HINT = ("没有 system 消息时，头部只有第一条 user 消息：找第一条 role 为 \"user\" 的消息，"
+             "它和它前面的消息原样保留；不要写死 messages[:2]（那样会把第一轮的 assistant 消息"
+             "算进头部，它的 tool 消息却被换掉了）。")
 
 
 def _compact_problem(messages: list[Message], keep: int, got: Any,
                      summarizer: Summarizer) -> Problem:
     oracle = Summarizer()
     wanted = compact(messages, oracle, keep_last_rounds=keep)
+    head = messages[:messages.index(TASK) + 1]
     if not isinstance(got, list) or not all(isinstance(m, dict) for m in got):
         return f"要返回一个消息列表，得到 {short(got)}", ""
+    if head == [TASK] and got[:2] == messages[:2] and wanted[:2] != messages[:2]:
+        return "头部多留了一条消息：第一条 user 消息后面紧跟的应该是摘要", HEAD_HINT
     if problem := protocol_error({"messages": got}):
         return f"返回的历史破坏了 tool_calls 协议：{short(problem, 140)}", ORPHAN_HINT
     if messages[0]["role"] == "system" and (not got or got[0] != messages[0]):
         return "返回的历史第一条不是原来的 system 消息", SYSTEM_HINT
     if summarizer.given and summarizer.given[0] == messages:
         return "summarize 拿到的是整段历史", WHOLE_HINT
+    if not oracle.given and summarizer.given == [[]] \
+            and len(split_rounds(messages[len(head):])) == keep:
+        return "什么都不用压缩时，你还是用一个空列表调用了 summarize", EQUAL_HINT
     if len(summarizer.given) != len(oracle.given):
         return (f"summarize 应该调用 {len(oracle.given)} 次，你调用了 "
                 f"{len(summarizer.given)} 次", WHOLE_HINT if oracle.given else
                 "轮数不多于 keep_last_rounds 时什么都不用压缩，也就不调用 summarize。")
-    head = messages[:messages.index(TASK) + 1]
+    texts = {summarizer.text(len(given)) for given in summarizer.given}
+    summary_at = next((i for i, m in enumerate(got)
+                       if any(text in str(m.get("content")) for text in texts)), None)
     if got[:len(head)] != head:
-        summary_at = next((i for i, m in enumerate(got) if "摘要：" in str(m.get("content"))), None)
         if summary_at is not None and summary_at < len(head):
             return "摘要放在了任务（第一条 user 消息）前面", ORDER_HINT
         return "返回的历史开头不是原来的 system 和第一条 user 消息", TASK_HINT
     if oracle.given:
+        if summary_at is None:
+            return (f"摘要消息里没有 summarize 返回的文字：任务后面的那条是 "
+                    f"{short(got[len(head)] if len(got) > len(head) else None, 80)}",
+                    SUMMARY_HINT)
+        if summary_at != len(head):
+            return f"摘要是返回的第 {summary_at + 1} 条消息，应该是第 {len(head) + 1} 条", \
+                PLACE_HINT
         kept = got[len(head) + 1:]
         wanted_kept = wanted[len(head) + 1:]
         if kept != wanted_kept:
@@ -178,8 +213,6 @@ def _compact_problem(messages: list[Message], keep: int, got: Any,
             return f"应该保留最后 {keep} 轮，你保留了 {rounds} 轮", OFF_BY_ONE_HINT
         if summarizer.given != oracle.given:
             return "summarize 拿到的消息不对：应该正好是被换掉的那些，按原来的顺序", WHOLE_HINT
-        if "摘要：" not in str(got[len(head)].get("content")):
-            return "摘要消息里没有 summarize 返回的文字", SUMMARY_HINT
     elif got != wanted:
         return "没有需要压缩的轮次时，应该返回一份和原来相等的副本", ""
     return None
