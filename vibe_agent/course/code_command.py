@@ -31,7 +31,7 @@ from ..registry import ToolRegistry
 from ..sandbox import Action
 from ..terminal import APPROVALS, Session
 from .client import make_client, resolve_mode, settings
-from .judge import judge
+from .judge import verdict_line
 from .known_fix import KNOWN_FIX_LABEL, KNOWN_FIX_MODEL_NAME, known_fix_model
 from .tasks import SUITE_DIR, BugFixTask, copy_repo, load_suite
 
@@ -180,26 +180,11 @@ def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
                           memory=MemoryFile(_state_dir() / "memory" / f"{key}.md"),
                           context_budget=args.context_budget,
                           delegate=not args.no_delegate, test_command=args.test_command,
-                          judge=_judged(task) if task else None,
+                          judge=verdict_line(task) if task else None,
                           state_dir=home or _state_dir() / "undo",
                           notice=OFFLINE_ON_YOUR_PROJECT if (
                               model == KNOWN_FIX_MODEL_NAME and task is None) else "")
         return session.run()
-
-
-def _judged(task: BugFixTask) -> Any:
-    """The verdict line of a course task: the held-out judge on a pristine copy (09–10)."""
-
-    def verdict(workspace: Path) -> str:
-        result = judge(task, workspace)
-        fixed, kept = result.fail_to_pass.values(), result.pass_to_pass.values()
-        line = (f"{sum(fixed)}/{len(fixed)} 修好，{sum(kept)}/{len(kept)} 未破坏"
-                f"（{'已解决' if result.resolved else '还没解决'}：留出的测试在原样的副本上跑）")
-        if result.discarded:
-            line += f"；判定没有采用 {len(result.discarded)} 处改动（测试或源码以外的文件）"
-        return line
-
-    return verdict
 
 
 def _server(text: str) -> tuple[str, list[str]] | None:

@@ -49,6 +49,7 @@ import tempfile
 import threading
 import uuid
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -484,6 +485,21 @@ def judge(task: BugFixTask, workspace: Path) -> Verdict:
     p2p = {test: run.passed(test) for test in ids.pass_to_pass}
     return Verdict(all(f2p.values()) and all(p2p.values()), f2p, p2p, discarded, run)
 
+
+def verdict_line(task: BugFixTask) -> Callable[[Path], str]:
+    """The terminal's closing line for a course task (`Session(judge=...)`): the held-out
+    judge's verdict on a workspace, in Chinese, e.g. `13/13 修好，1/1 未破坏（已解决…）`."""
+
+    def verdict(workspace: Path) -> str:
+        result = judge(task, workspace)
+        fixed, kept = result.fail_to_pass.values(), result.pass_to_pass.values()
+        line = (f"{sum(fixed)}/{len(fixed)} 修好，{sum(kept)}/{len(kept)} 未破坏"
+                f"（{'已解决' if result.resolved else '还没解决'}：留出的测试在原样的副本上跑）")
+        if result.discarded:
+            line += f"；判定没有采用 {len(result.discarded)} 处改动（测试或源码以外的文件）"
+        return line
+
+    return verdict
 
 
 if __name__ == "__main__":  # python -m vibe_agent.course.judge [SUITE]: refresh test_ids.json
