@@ -174,7 +174,9 @@ TEMP = tempfile.gettempdir()
 # What marks a path as the executing machine's (legitimate course text such as /workspace,
 # ~/.ssh, /etc/passwd or the sandbox's /tmp/.ssh matches none of these):
 MACHINE_PATHS = {
-    "the project's own folder on that machine": START + r"(?!/workspace/)" + FOLDERS
+    # (not the documented state folder ~/.local/state/vibe_agent/, course text)
+    "the project's own folder on that machine": r"(?!~/\.local/state/)" + START
+    + r"(?!/workspace/)" + FOLDERS
     + r"/(?:notebooks|solutions|vibe_agent|benchmarks|tests)/",
     "a Python installation": START + FOLDERS + r"/(?:lib/python3\.\d+|(?:site|dist)-packages)/",
     "a home folder": r"(?<![\w.:/~-])(?:/home/[^/\s'\"]+/|/Users/[^/\s'\"]+/|/root/)"
@@ -212,6 +214,7 @@ def cell_texts(cell: nbformat.NotebookNode) -> list[str]:
     "read_file('~/.ssh/id_rsa')", "~/.bashrc", "/etc/passwd", "/proc/sys/kernel/core_pattern",
     "/workspace/tests/test_cart.py", "/dev/null", "/usr/hacked.txt", "/bin/sh",
     "vibe_agent/registry.py:514", "https://github.com/openai/openai-python/tree/main/tests/",
+    "运行记录存在 `~/.local/state/vibe_agent/sessions/`",
     "python -m pytest -q tests/test_money.py", "src/../../secret.txt", "12/24 tests",
 ])
 def test_course_text_is_not_a_machine_path(text):
