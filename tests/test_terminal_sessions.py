@@ -306,7 +306,8 @@ def two_systems(path: Path) -> None:
 
 def bad_call(path: Path) -> None:
     data = json.loads(path.read_text("utf-8"))
-    next(m for m in data["messages"] if m.get("tool_calls"))["tool_calls"][0]["function"]["arguments"] = {"path": 1}
+    asking = next(m for m in data["messages"] if m.get("tool_calls"))
+    asking["tool_calls"][0]["function"]["arguments"] = {"path": 1}
     path.write_text(json.dumps(data), encoding="utf-8")
 
 
@@ -482,6 +483,7 @@ def test_init_s_answer_ended_by_eof_writes_nothing(tmp_path):
     session = Session(ScriptedModel([]).client(), "m", folder, Console(file=io.StringIO()),
                       delegate=False, ask=ended)
     session.run(lines=["/init"])
+    assert "没有写 AGENTS.md" in session.console.file.getvalue()
     assert not (folder / "AGENTS.md").exists()
 
 
@@ -551,3 +553,14 @@ def test_session_files_are_named_beside_their_trajectory():
     assert sessions.session_file(Path("/s/a-1.json")) == Path("/s/a-1.session.json")
     assert sessions.session_file(Path("/s/a.session.json")) == Path("/s/a.session.json")
     assert re.fullmatch(r".*\.session\.json", str(sessions.session_file(Path("t"))))
+
+
+def test_a_request_with_a_lone_surrogate_is_saved_and_read_back(tmp_path):
+    from vibe_agent.course.scripted import answer
+
+    folder = project(tmp_path, **CALC)
+    earlier_session(tmp_path, folder, [answer("好")], ["名字 \udcff 和 \x1b[2J"])
+    [session_file] = saved_files(tmp_path)
+    saved = sessions.read(session_file)
+    assert saved.messages[1]["content"] == "名字 \ufffd 和 \x1b[2J"
+    assert [s.content for s in saved.trace if s.kind == "user"] == ["名字 \ufffd 和 \x1b[2J"]

@@ -185,8 +185,10 @@ def read(path: Path) -> SavedSession:
     """The session saved at `path` (its .session.json, or the trajectory beside it).
 
     Raises SessionError (Chinese) for a missing, foreign, cut-short or broken file."""
+    from .terminal import visible
+
     target = session_file(path)
-    where = f"--resume：{target}"
+    where = f"--resume：{visible(str(target))}"
     try:
         if target.stat().st_size > MAX_SESSION_BYTES:
             raise SessionError(f"{where} 太大了（超过 {MAX_SESSION_BYTES:,} 字节），没有读它。")

@@ -60,6 +60,7 @@ from .loop import StopReason, run_agent
 from .memory import MemoryFile, coding_system_prompt, load_project_memory, session_banner
 from .plan import TodoList, render_todos
 from .registry import ToolRegistry
+from .reply import clean_text
 from .sandbox import YES, Action, Policy, why_not_isolated
 from .sessions import Resume, init_command, restore, write
 from .subagents import delegate_registry
@@ -439,7 +440,8 @@ class Session:
 
     def record(self, trigger: str, content: str) -> None:
         """A `user` step in the trajectory: what the person did to the conversation."""
-        self.trace.append(TraceStep(round=0, kind="user", trigger=trigger, content=content))
+        self.trace.append(TraceStep(round=0, kind="user", trigger=trigger,
+                                    content=clean_text(content)))
 
     def add_note(self, trigger: str, note: str) -> None:
         """A note for the model (a user message, English), kept in the trajectory too."""
