@@ -22,8 +22,11 @@ the person is shown which, and the model is told in one English note. A file tha
 not a session, is cut short or breaks the API's rules is refused with a Chinese
 message; it is only read, never changed.
 
-`/init` proposes an AGENTS.md from what it finds in the folder, without asking a model:
-the test command (`verdict.find_test_command`), the top-level layout, the languages.
+`/clear` empties the history (the next request starts from the system prompt, rebuilt
+from today's AGENTS.md); the trajectory and /undo go on. `/init` proposes an AGENTS.md
+from what it finds in the folder, without asking a model: the test command
+(`verdict.find_test_command`), the top-level layout, the languages; it is shown whole and
+written only after a yes (an existing one: its diff first; a link: never).
 """
 
 from __future__ import annotations
@@ -429,6 +432,20 @@ def propose_agents_md(root: Path, test_command: str | None = None) -> str:
     if cut:
         lines.append(f"- (counted in the first {MAX_INIT_ENTRIES:,} entries only)")
     return "\n".join(lines) + "\n"
+
+
+def clear_command(session: Any) -> None:
+    """/clear: a fresh conversation in the same workspace (recorded in the trajectory)."""
+    from .memory import coding_system_prompt
+
+    session.messages.clear()  # the next request starts with the system prompt alone
+    session.todos.todo_write([])  # the plan belonged to that conversation
+    if session.prompt_from_files:  # AGENTS.md and the notes as they are now
+        session.system_prompt = coding_system_prompt(session.root, session.memory)
+    session.record("/clear", "the conversation was cleared")
+    session.save()
+    session.console.print("已开始新的对话：模型不再记得前面说过的话。"
+                          "工作区、运行记录和 /undo 都还在。")
 
 
 def init_command(session: Any) -> None:

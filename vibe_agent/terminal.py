@@ -20,7 +20,9 @@ changed files the tests give a verdict (the held-out judge of 09–10 on a cours
 the project's test command otherwise, `vibe_agent.verdict`), then the turn's own model
 calls, tokens and seconds. Ctrl-C stops the running turn only: the calls it
 left unanswered are answered with "interrupted", the history stays valid, and the
-prompt comes back. EOF (Ctrl-D) or /exit ends the session with status 0.
+prompt comes back. EOF (Ctrl-D) or /exit ends the session with status 0. The saved
+trajectory keeps the person's own turns too, so `code --continue` / `--resume` can go on
+with a conversation, and /clear starts a fresh one (`vibe_agent.sessions`).
 
 Approval modes, like Claude Code's permission modes:
     ask        every write (its diff shown) and every command is asked first
@@ -62,7 +64,7 @@ from .plan import TodoList, render_todos
 from .registry import ToolRegistry
 from .reply import clean_text
 from .sandbox import YES, Action, Policy, why_not_isolated
-from .sessions import Resume, init_command, restore, write
+from .sessions import Resume, clear_command, init_command, restore, write
 from .subagents import delegate_registry
 from .trace import Trace, TraceStep, shorten
 from .undo import Checkpoint, UndoError, remove_store, session_store
@@ -695,14 +697,7 @@ def _tokens(session: Session, _: str) -> None:
 
 @command("/clear", "开始新的对话：模型不再记得前面说过的话（工作区、运行记录、/undo 都还在）")
 def _clear(session: Session, _: str) -> None:
-    session.messages.clear()  # the next request starts with the system prompt alone
-    session.todos.todo_write([])
-    if session.prompt_from_files:  # AGENTS.md and the notes as they are now
-        session.system_prompt = coding_system_prompt(session.root, session.memory)
-    session.record("/clear", "the conversation was cleared")
-    session.save()
-    session.console.print("已开始新的对话：模型不再记得前面说过的话。"
-                          "工作区、运行记录和 /undo 都还在。")
+    clear_command(session)
 
 
 @command("/init", "根据文件夹里的内容拟一份 AGENTS.md（不问模型），你同意了才写入")
