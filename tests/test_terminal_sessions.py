@@ -22,6 +22,7 @@ import pytest
 from rich.console import Console
 
 from vibe_agent import sessions
+from vibe_agent.coding import remove_tree
 from vibe_agent.course.scripted import ScriptedModel, protocol_error
 from vibe_agent.terminal import Session
 from vibe_agent.trace import Trace, TraceStep, render_step
@@ -129,19 +130,18 @@ def banner(child: pexpect.spawn) -> str:
 
 
 def earlier_session(tmp_path: Path, folder: Path, replies: list[Any], lines: list[str],
-                    name: str = "earlier") -> Session:
+                    name: str = "earlier", task: str | None = None) -> Session:
     """A session run in this process, saved where `code` keeps its sessions (with the file
-    --continue reads), as `code DIR` would have saved it."""
+    --continue reads), as `code DIR` (or `code --task TASK`) would have saved it."""
     from vibe_agent.course.code_command import _digest
-    from vibe_agent.course.scripted import ScriptedModel
 
     root = folder.resolve()
-    state, key = tmp_path / "state" / "vibe_agent", f"{root.name}-{_digest(root)}"
+    state, key = tmp_path / "state" / "vibe_agent", task or f"{root.name}-{_digest(root)}"
     session = Session(ScriptedModel(replies).client(), "sessions-scripted", root,
                       Console(file=io.StringIO(), width=WIDTH), approve="yolo",
                       trajectory=state / "sessions" / f"{key}-{name}.json", delegate=False,
                       timings=False, state_dir=tmp_path / "undo",
-                      resume=sessions.Resume(sessions.last_file(state, key)))
+                      resume=sessions.Resume(sessions.last_file(state, key), task=task))
     session.run(lines=lines)
     return session
 
@@ -250,6 +250,27 @@ def test_resume_path_in_its_own_workspace_names_what_changed_and_tells_the_model
     assert sent[-2]["role"] == "user" and "calc.py, new.py, old.py" in sent[-2]["content"]
     assert protocol_error({"messages": sent}) is None
     assert (session_file.read_bytes(), trajectory.read_bytes()) == old  # never changed
+
+
+def test_resume_path_of_a_course_task_reopens_the_task_in_a_fresh_copy(tmp_path):
+    from vibe_agent.course.scripted import answer
+    from vibe_agent.course.tasks import SUITE_DIR, copy_repo, load_task
+
+    task = load_task(SUITE_DIR / "weather_fahrenheit")
+    gone = copy_repo(task, tmp_path / "gone" / "workspace")
+    earlier_session(tmp_path, gone, [answer("先看看 units.py。")], ["温度不对"],
+                    task=task.name)
+    remove_tree(gone.parent)  # as `code --task` removes its copy when the session ends
+    [session_file] = saved_files(tmp_path)
+    child = spawn(["--resume", str(session_file)], tmp_path, [step("接着修。")])
+    shown = banner(child)
+    assert "已把任务复制到一个新的工作区" in shown and "任务：" in shown  # the task again
+    assert squeezed("最后一个请求是「温度不对」") in shown
+    child.send("继续\r")
+    child.expect("接着修")
+    finish(child)
+    [sent] = requests(tmp_path)
+    assert "温度不对" in texts(sent) and "先看看 units.py。" in texts(sent)
 
 
 def test_continue_with_no_earlier_session_is_a_chinese_error(tmp_path):

@@ -6,13 +6,14 @@ After every turn the session writes two files side by side (atomically):
                       one `user` step for each thing the person did to the conversation:
                       a request, /undo's note, /clear, /compact, a resume
     x.session.json    what resuming needs: {"format": "vibe_agent-session", "version": 1,
-                      "workspace", "model", "saved_at", "trajectory": "x.json",
+                      "workspace", "model", "task", "saved_at", "trajectory": "x.json",
                       "messages": the history as sent to the API,
                       "files": {path: sha256 | "link:<target>" | "dir" | ...} at save}
 
     code DIR --continue       the last session with a conversation in DIR (a file in the
                               state folder, sessions/last/<key>, names it)
-    code --resume PATH        a given session (x.json or x.session.json)
+    code --resume PATH        a given session (x.json or x.session.json); with no folder
+                              given, in its own workspace (a course task: a fresh copy)
 
 Resuming restores the messages (every tool call answered, or answered now with a note)
 and the trace, and writes a NEW pair of files: the old ones are never changed. The
@@ -66,6 +67,7 @@ class SavedSession:
     messages: list[dict[str, Any]]
     trace: Trace
     files: dict[str, str] | None  # None: the workspace could not be read at save
+    task: str | None = None  # the course task it worked on (None: a folder of one's own)
 
 
 @dataclass
@@ -75,10 +77,12 @@ class Resume:
     Args:
         last: the file that names this session's file, for the next --continue.
         saved: the session to go on with (None: a new conversation).
+        task: the course task's name (saved, so that `--resume PATH` alone reopens it).
     """
 
     last: Path
     saved: SavedSession | None = None
+    task: str | None = None
 
 
 # ---------------------------------------------------------------------------
@@ -96,17 +100,19 @@ def add_arguments(parser: Any) -> None:
                             "不给文件夹时回到它原来的工作区")
 
 
-def folder_of(args: Any) -> Path | None:
-    """The folder `code` opens when neither DIR nor --task is given: with --continue
-    this folder, with --resume the session's own workspace (None: no default)."""
+def place_of(args: Any) -> tuple[Path | None, str | None]:
+    """(folder, course task) `code` opens when neither DIR nor --task is given: with
+    --continue this folder; with --resume the session's course task (in a fresh copy),
+    else its own workspace; (None, None) otherwise."""
     if getattr(args, "continue_session", False):
-        return Path.cwd()
-    if getattr(args, "resume", None) is not None:
-        try:
-            return Path(read(args.resume).workspace)
-        except SessionError:
-            return args.resume.parent  # the error is reported once, by `chosen`
-    return None
+        return Path.cwd(), None
+    if getattr(args, "resume", None) is None:
+        return None, None
+    try:
+        saved = read(args.resume)
+    except SessionError:
+        return args.resume.parent, None  # the error is reported once, by `chosen`
+    return (None, saved.task) if saved.task else (Path(saved.workspace), None)
 
 
 def last_file(state_dir: Path, key: str) -> Path:
@@ -114,18 +120,24 @@ def last_file(state_dir: Path, key: str) -> Path:
     return state_dir / "sessions" / "last" / key
 
 
-def chosen(args: Any, last: Path) -> Resume:
-    """The session --continue or --resume chooses (raises SessionError)."""
+def chosen(args: Any, last: Path, task: str | None = None) -> Resume:
+    """The session --continue or --resume chooses (raises SessionError).
+
+    Args:
+        args: `code`'s arguments.
+        last: the file naming the last session of this workspace (`last_file`).
+        task: the course task's name, None for a folder of one's own.
+    """
     if getattr(args, "resume", None) is not None:
-        return Resume(last, read(args.resume))
+        return Resume(last, read(args.resume), task)
     if not getattr(args, "continue_session", False):
-        return Resume(last)
+        return Resume(last, task=task)
     try:
         named = last.read_text("utf-8").strip()
     except OSError:
         raise SessionError("--continue：这个工作区还没有可以接着的会话（以前的会话都没有对话）。"
                            "不加 --continue 就开始一个新的会话。") from None
-    return Resume(last, read(Path(named)))
+    return Resume(last, read(Path(named)), task)
 
 
 # ---------------------------------------------------------------------------
@@ -157,6 +169,7 @@ def write(session: Any) -> None:
     target = session_file(session.trajectory)
     data = {"format": FORMAT, "version": VERSION, "workspace": str(session.root),
             "model": session.model, "saved_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "task": session.resume.task if session.resume else None,
             "trajectory": session.trajectory.name, "messages": session.messages,
             "files": digests(session)}
     _replace(target, json.dumps(data, ensure_ascii=False, indent=1))
@@ -215,7 +228,7 @@ def read(path: Path) -> SavedSession:
         raise SessionError(f"{where} 的内容不对（{problem}）。文件没有改动。")
     trace = _trace(target.with_name(data["trajectory"]), where)
     return SavedSession(target, data["workspace"], data["model"], str(data.get("saved_at")),
-                        answered(data["messages"]), trace, data["files"])
+                        answered(data["messages"]), trace, data["files"], data.get("task"))
 
 
 def _shape_problem(data: dict[str, Any]) -> str | None:
@@ -223,6 +236,8 @@ def _shape_problem(data: dict[str, Any]) -> str | None:
     for name in ("workspace", "model", "trajectory"):
         if not isinstance(data.get(name), str) or not data[name]:
             return f"{name} 应该是非空的字符串"
+    if not isinstance(data.get("task"), (str, type(None))):
+        return "task 应该是字符串或 null"
     if "/" in data["trajectory"] or data["trajectory"] in (".", ".."):
         return "trajectory 应该是同一个文件夹里的文件名"
     files = data.get("files")

@@ -29,7 +29,7 @@ from ..compact import model_summarizer, scripted_summarizer
 from ..memory import MemoryFile
 from ..registry import ToolRegistry
 from ..sandbox import Action
-from ..sessions import SessionError, add_arguments, chosen, folder_of, last_file
+from ..sessions import SessionError, add_arguments, chosen, last_file, place_of
 from ..terminal import APPROVALS, Session
 from .client import make_client, resolve_mode, settings
 from .judge import verdict_line
@@ -99,7 +99,7 @@ def main(args: argparse.Namespace) -> int:
     """Open the session; the exit status (0 after EOF or /exit, 2 for a bad command line)."""
     console = Console(highlight=False)
     if args.folder is None and args.task is None:  # --continue: here; --resume: its own
-        args.folder = folder_of(args)
+        args.folder, args.task = place_of(args)
     if (args.folder is None) == (args.task is None):
         return _usage_error("请给出一个文件夹，或者用 --task 选一个课程任务（二选一）。")
     if args.max_iters < 1:
@@ -157,7 +157,7 @@ def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
     client, model, label = _client(args.mode, task)
     key = task.name if task else f"{root.name}-{_digest(root)}"
     try:  # --continue / --resume: the conversation to go on with (sessions.py)
-        resume = chosen(args, last_file(_state_dir(), key))
+        resume = chosen(args, last_file(_state_dir(), key), task.name if task else None)
     except SessionError as exc:
         return _usage_error(str(exc))
     summarize = scripted_summarizer if model == KNOWN_FIX_MODEL_NAME else model_summarizer(
