@@ -338,6 +338,16 @@ def newer_version(path: Path) -> None:
     path.write_text(json.dumps(data), encoding="utf-8")
 
 
+def deep(path: Path) -> None:
+    path.write_text("[" * 200_000, encoding="utf-8")
+
+
+def deep_trajectory(path: Path) -> None:
+    trajectory = path.with_name(path.name.replace(".session.json", ".json"))
+    opened = '{"round": 0, "kind": "tool", "children": ['
+    trajectory.write_text("[" + opened * 5_000 + "]}" * 5_000 + "]", encoding="utf-8")
+
+
 def trajectory_cut(path: Path) -> None:
     cut_in_half(path.with_name(path.name.replace(".session.json", ".json")))
 
@@ -350,6 +360,8 @@ def trajectory_cut(path: Path) -> None:
     pytest.param(bad_call, "tool_calls 的格式不对", id="bad-call"),
     pytest.param(newer_version, "格式版本是 99", id="newer-version"),
     pytest.param(trajectory_cut, "不是完整的 trace", id="trajectory-cut"),
+    pytest.param(deep, "不是完整的 JSON", id="nested-200000-deep"),
+    pytest.param(deep_trajectory, "不是完整的 trace", id="trajectory-5000-deep"),
 ])
 def test_a_broken_session_file_is_refused_in_chinese(spoil, said, tmp_path):
     two_turns(tmp_path, project(tmp_path, **CALC))
@@ -585,3 +597,15 @@ def test_a_request_with_a_lone_surrogate_is_saved_and_read_back(tmp_path):
     saved = sessions.read(session_file)
     assert saved.messages[1]["content"] == "名字 \ufffd 和 \x1b[2J"
     assert [s.content for s in saved.trace if s.kind == "user"] == ["名字 \ufffd 和 \x1b[2J"]
+
+
+def test_what_a_broken_file_says_is_shown_escaped(tmp_path):
+    two_turns(tmp_path, project(tmp_path, **CALC))
+    [session_file] = saved_files(tmp_path)
+    data = json.loads(session_file.read_text("utf-8"))
+    data["messages"].insert(1, {"role": "tool", "tool_call_id": "\x1b[2J\u202e", "content": ""})
+    session_file.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(sessions.SessionError) as refused:
+        sessions.read(session_file)
+    assert "\x1b" not in str(refused.value) and "\u202e" not in str(refused.value)
+    assert "\\x1b[2J" in str(refused.value)

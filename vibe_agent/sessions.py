@@ -45,7 +45,8 @@ from .trace import Trace, TraceStep, shorten
 
 FORMAT, VERSION = "vibe_agent-session", 1
 SUFFIX = ".session.json"
-MAX_SESSION_BYTES = 64_000_000  # a bigger file is not read
+MAX_SESSION_BYTES = 64_000_000  # a bigger session file is not read
+MAX_TRAJECTORY_BYTES = 256_000_000  # nor a bigger trajectory
 ROLES = ("system", "user", "assistant", "tool")
 UNANSWERED = "[the session ended before this call was answered; it may not have run]"
 RESUMED_NOTE = ("[This conversation was resumed from a saved session. Since it was saved, "
@@ -200,22 +201,37 @@ def _write_new(root: Path, text: str) -> None:
 def read(path: Path) -> SavedSession:
     """The session saved at `path` (its .session.json, or the trajectory beside it).
 
-    Raises SessionError (Chinese) for a missing, foreign, cut-short or broken file."""
+    Raises SessionError (Chinese, escaped for the screen) for a missing, foreign,
+    cut-short or broken file; the file is only read."""
     from .terminal import visible
 
-    target = session_file(path)
-    where = f"--resume：{visible(str(target))}"
     try:
-        if target.stat().st_size > MAX_SESSION_BYTES:
-            raise SessionError(f"{where} 太大了（超过 {MAX_SESSION_BYTES:,} 字节），没有读它。")
-        data = json.loads(target.read_bytes())
+        return _read(path)
+    except SessionError as exc:  # names and texts from the file: shown escaped
+        raise SessionError(visible(str(exc))) from None
+
+
+def _read_capped(path: Path, limit: int) -> bytes:
+    """A file's bytes; SessionError when it holds more than `limit`."""
+    with open(path, "rb") as file:
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise SessionError(f"{path} 太大了（超过 {limit:,} 字节），没有读它。")
+    return data
+
+
+def _read(path: Path) -> SavedSession:
+    target = session_file(path)
+    where = f"会话文件 {target}"
+    try:
+        data = json.loads(_read_capped(target, MAX_SESSION_BYTES))
     except FileNotFoundError:
         extra = ("（它旁边只有运行记录，没有会话文件：旧版本存的，没法接着）"
                  if path.is_file() else "")
         raise SessionError(f"{where} 不存在{extra}。") from None
     except OSError as exc:
         raise SessionError(f"{where} 读不了（{exc.strerror or exc}）。") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise SessionError(f"{where} 不是完整的 JSON（可能被截断或损坏了：{exc}）。"
                            "文件没有改动。") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
@@ -291,7 +307,7 @@ def answered(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for message in messages:
         if message["role"] == "tool":
             if message["tool_call_id"] not in pending:
-                raise SessionError(f"--resume：有一条 tool 消息（{message['tool_call_id']!r}）"
+                raise SessionError(f"会话文件里有一条 tool 消息（{message['tool_call_id']!r}）"
                                    "不是在回答它前面的调用。文件没有改动。")
             pending.remove(message["tool_call_id"])
         else:
@@ -306,11 +322,11 @@ def answered(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _trace(path: Path, where: str) -> Trace:
     """The trajectory a session file names."""
     try:
-        return Trace.from_json(path.read_text("utf-8"))
+        return Trace.from_json(_read_capped(path, MAX_TRAJECTORY_BYTES).decode("utf-8"))
     except OSError as exc:
         raise SessionError(f"{where} 的运行记录 {path.name} 读不了（{exc.strerror or exc}）。"
                            ) from None
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # not a trace
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:  # not a trace
         raise SessionError(f"{where} 的运行记录 {path.name} 不是完整的 trace（{exc}）。"
                            "文件没有改动。") from None
 
