@@ -20,7 +20,9 @@ changed files the tests give a verdict (the held-out judge of 09–10 on a cours
 the project's test command otherwise, `vibe_agent.verdict`), then the turn's own model
 calls, tokens and seconds. Ctrl-C stops the running turn only: the calls it
 left unanswered are answered with "interrupted", the history stays valid, and the
-prompt comes back. EOF (Ctrl-D) or /exit ends the session with status 0.
+prompt comes back. EOF (Ctrl-D) or /exit ends the session with status 0. The saved
+trajectory keeps the person's own turns too, so `code --continue` / `--resume` can go on
+with a conversation, and /clear starts a fresh one (`vibe_agent.sessions`).
 
 Approval modes, like Claude Code's permission modes:
     ask        every write (its diff shown) and every command is asked first
@@ -60,7 +62,9 @@ from .loop import StopReason, run_agent
 from .memory import MemoryFile, coding_system_prompt, load_project_memory, session_banner
 from .plan import TodoList, render_todos
 from .registry import ToolRegistry
+from .reply import clean_text
 from .sandbox import YES, Action, Policy, why_not_isolated
+from .sessions import Resume, clear_command, init_command, restore, write
 from .subagents import delegate_registry
 from .trace import Trace, TraceStep, shorten
 from .undo import Checkpoint, UndoError, remove_store, session_store
@@ -131,6 +135,7 @@ class Session:
     judge: Callable[[Path], str] | None = None  # a course task's verdict instead (09-10)
     state_dir: Path | None = None  # where the undo store goes (None: a temporary folder)
     notice: str = ""  # a paragraph for the banner (e.g. what offline mode can do)
+    resume: Resume | None = None  # --continue / --resume: what goes on, where (sessions.py)
     messages: list[dict[str, Any]] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
     undo: list[Checkpoint] = field(default_factory=list)  # the workspace before each turn
@@ -160,6 +165,7 @@ class Session:
             parts.append(delegate_registry(self.client, model=self.model, tools=coding.subset(
                 ["list_files", "read_file", "search_code"])))
         self.registry = ToolRegistry.combine(*parts)
+        self.prompt_from_files = self.system_prompt is None  # /clear reads AGENTS.md again
         if self.system_prompt is None:
             self.system_prompt = coding_system_prompt(self.root, self.memory)
         self.compaction = Compaction(self.summarize, budget=self.context_budget,
@@ -167,6 +173,8 @@ class Session:
         self.store = session_store(self.state_dir)  # file copies for /undo, on disk
         # Found now, before any turn: a model that rewrites AGENTS.md cannot choose it
         self.tests = find_test_command(self.root, self.test_command)
+        if self.resume is not None and self.resume.saved is not None:
+            self.notice = "\n".join(filter(None, [self.notice, restore(self, self.resume.saved)]))
 
     # --- approvals ----------------------------------------------------------------
 
@@ -284,6 +292,7 @@ class Session:
     def turn(self, line: str) -> None:
         """Send one prompt line and run the loop until the model answers (or a brake)."""
         checkpoint = self.checkpoint()
+        self.record("request", line)  # the trajectory keeps the person's own words
         first_step = len(self.trace)
         self.written.clear()
         printed: list[str] = []
@@ -429,6 +438,18 @@ class Session:
             temp = self.trajectory.with_suffix(".partial")
             temp.write_text(self.trace.to_json(), encoding="utf-8")
             os.replace(temp, self.trajectory)
+            write(self)  # beside it, what --continue / --resume need (sessions.py)
+
+    def record(self, trigger: str, content: str) -> None:
+        """A `user` step in the trajectory: what the person did to the conversation."""
+        self.trace.append(TraceStep(round=0, kind="user", trigger=trigger,
+                                    content=clean_text(content)))
+
+    def add_note(self, trigger: str, note: str) -> None:
+        """A note for the model (a user message, English), kept in the trajectory too."""
+        self.messages.append({"role": "user", "content": note})
+        self.record(trigger, note)
+        self.save()
 
     # --- the prompt ---------------------------------------------------------------
 
@@ -637,8 +658,7 @@ def _undo(session: Session, _: str) -> None:
     session.console.print(f"已恢复到上一轮之前的样子：{escape(visible(names))}。"
                           "也告诉了 agent（对话里加了一条说明）。")
     more = f" and {len(restored) - 20} more" if len(restored) > 20 else ""
-    session.messages.append({"role": "user", "content": UNDONE_NOTE.format(
-        paths=", ".join(restored[:20]) + more)})
+    session.add_note("/undo", UNDONE_NOTE.format(paths=", ".join(restored[:20]) + more))
 
 
 @command("/todo", "模型的计划（todo_write 写下的列表）")
@@ -655,6 +675,8 @@ def _compact(session: Session, _: str) -> None:
     if len(session.messages) == before:
         session.console.print("历史还很短，没有可以压缩的部分。")
     else:
+        session.record("/compact", f"compacted {before} messages into {len(session.messages)}")
+        session.save()
         session.console.print(f"历史从 {before} 条消息压缩成 {len(session.messages)} 条"
                               "（system、第一条请求、摘要和最近两轮原样保留）。")
 
@@ -671,3 +693,13 @@ def _tokens(session: Session, _: str) -> None:
         total = sum((step.total_tokens or 0) for step in calls)
         session.console.print(f"{len(calls)} 次模型调用；最近一次发送 {reported[-1]:,} 个 prompt "
                               f"tokens；合计 {total:,} tokens。")
+
+
+@command("/clear", "开始新的对话：模型不再记得前面说过的话（工作区、运行记录、/undo 都还在）")
+def _clear(session: Session, _: str) -> None:
+    clear_command(session)
+
+
+@command("/init", "根据文件夹里的内容拟一份 AGENTS.md（不问模型），你同意了才写入")
+def _init(session: Session, _: str) -> None:
+    init_command(session)

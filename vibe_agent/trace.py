@@ -1,8 +1,8 @@
 """The trace: a step-by-step record of what happened inside one agent run.
 
 An agent that reasons wrongly usually raises no error, so we write down every
-step and read it afterwards. There are five kinds of step, and the field that says
-how each one went is named after what it holds:
+step and read it afterwards. There are five kinds of step (and a sixth, below), and
+the field that says how each one went is named after what it holds:
 
     model    one call to the model; `decision`: what it decided ("tool_calls",
              "answer", or "error" when there was no usable reply); tokens, which
@@ -15,6 +15,12 @@ how each one went is named after what it holds:
              "context_too_long"; tokens before → after, the summary
     stop     the end of the run; `stop_reason`: a `StopReason` (answered, a brake, a
              provider error), or None when an exception escaped (`error_type`)
+
+The terminal agent's saved trajectory adds a sixth, never written by `run_agent`:
+
+    user     what the person did to the conversation (`vibe_agent.terminal.Session`);
+             `trigger`: "request", "/undo", "/clear", "/compact" or "resume"; content:
+             the request, or the note the model was given
 
 Steps are plain dataclasses, so a trace turns into JSON for saving and into text
 for a terminal or a notebook. The token counts live only here: `AgentResult.usage`
@@ -31,7 +37,7 @@ from typing import Any, Literal
 
 from .stops import StopReason
 
-StepKind = Literal["model", "tool", "check", "compact", "stop"]
+StepKind = Literal["model", "tool", "check", "compact", "stop", "user"]
 
 
 @dataclass
@@ -44,7 +50,7 @@ class TraceStep:
     decision: str | None = None  # model: "tool_calls" | "answer" | "error" (no usable reply)
     # tool: "ok" | an error kind | "refused" | "not_run" | "cut_off"; check: "refused"
     outcome: str | None = None
-    trigger: str | None = None  # compact: "budget" | "context_too_long"
+    trigger: str | None = None  # compact: "budget" | "context_too_long"; user: see above
     stop_reason: StopReason | None = None  # stop: None when an exception escaped
     content: str | None = None  # model text, or the stop message
     tool: str | None = None
@@ -156,7 +162,7 @@ def render_step(step: TraceStep, width: int = 100, requested: str | None = None)
         mark = "ok" if step.outcome == "ok" else f"{FAILED} {step.outcome}"
         return (f"{head} {call} {mark} → {shorten(step.result, width // 2)}"
                 f"  ({step.elapsed_ms:.0f} ms)")
-    how = step.trigger if step.kind == "compact" else step.outcome  # a check step's
+    how = step.trigger if step.kind in ("compact", "user") else step.outcome  # check: outcome
     if step.kind == "stop":
         how = step.stop_reason or "exception"  # None: an exception escaped the loop
     return f"{head} {how}: {shorten(step.content, width)}"

@@ -29,6 +29,7 @@ from ..compact import model_summarizer, scripted_summarizer
 from ..memory import MemoryFile
 from ..registry import ToolRegistry
 from ..sandbox import Action
+from ..sessions import SessionError, add_arguments, chosen, last_file, place_of
 from ..terminal import APPROVALS, Session
 from .client import make_client, resolve_mode, settings
 from .judge import verdict_line
@@ -90,12 +91,15 @@ def add_parser(sub: Any) -> None:
                            "course='python -m vibe_agent.course.mcp_server'；可以写多次")
     code.add_argument("--no-delegate", action="store_true",
                       help="不提供只读的子 agent 工具 delegate（第 13 课）")
+    add_arguments(code)  # --continue, --resume (vibe_agent/sessions.py)
     code.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
     """Open the session; the exit status (0 after EOF or /exit, 2 for a bad command line)."""
     console = Console(highlight=False)
+    if args.folder is None and args.task is None:  # --continue: here; --resume: its own
+        args.folder, args.task = place_of(args)
     if (args.folder is None) == (args.task is None):
         return _usage_error("请给出一个文件夹，或者用 --task 选一个课程任务（二选一）。")
     if args.max_iters < 1:
@@ -152,6 +156,10 @@ def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
             f"{root.name}-{_digest(root)}-{stamp}.json")
     client, model, label = _client(args.mode, task)
     key = task.name if task else f"{root.name}-{_digest(root)}"
+    try:  # --continue / --resume: the conversation to go on with (sessions.py)
+        resume = chosen(args, last_file(_state_dir(), key), task.name if task else None)
+    except SessionError as exc:
+        return _usage_error(str(exc))
     summarize = scripted_summarizer if model == KNOWN_FIX_MODEL_NAME else model_summarizer(
         client, model=model)
     from ..mcp_tools import MCPServerError, mcp_registry  # the SDK imports slowly: only now
@@ -181,7 +189,7 @@ def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
                           context_budget=args.context_budget,
                           delegate=not args.no_delegate, test_command=args.test_command,
                           judge=verdict_line(task) if task else None,
-                          state_dir=home or _state_dir() / "undo",
+                          state_dir=home or _state_dir() / "undo", resume=resume,
                           notice=OFFLINE_ON_YOUR_PROJECT if (
                               model == KNOWN_FIX_MODEL_NAME and task is None) else "")
         return session.run()

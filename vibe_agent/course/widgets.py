@@ -27,7 +27,8 @@ import ipywidgets as widgets
 
 from ..trace import Trace, TraceStep, render_step
 
-_KIND = {"model": "模型", "tool": "工具", "check": "完成检查", "compact": "压缩", "stop": "结束"}
+_KIND = {"model": "模型", "tool": "工具", "check": "完成检查", "compact": "压缩", "stop": "结束",
+         "user": "用户"}
 
 
 def _row(label: str, value: Any) -> str:
@@ -59,7 +60,7 @@ def step_html(step: TraceStep, index: int, total: int, plan: str | None = None) 
         _row("决定", step.decision and step.decision + (
             "（被 max_tokens 截断）" if step.finish_reason == "length" else "")),
         _row("执行情况", step.outcome),
-        _row("压缩原因", step.trigger),
+        _row("压缩原因" if step.kind == "compact" else "来自", step.trigger),
         _row("停止原因", step.stop_reason),
         _row("工具", step.tool),
         _row("参数", step.arguments),
