@@ -167,7 +167,8 @@ def matches(rule: str, call: Call, decision: Decision = "allow") -> bool:
 
 
 def _blanks(text: str) -> str:
-    return " ".join(text.split())
+    """Runs of spaces and tabs as one space (a newline stays: it ends a command)."""
+    return re.sub(r"[ \t]+", " ", text).strip(" \t")
 
 
 def command_matches(pattern: str, command: str, restricts: bool = False) -> bool:
@@ -188,13 +189,22 @@ def command_matches(pattern: str, command: str, restricts: bool = False) -> bool
 
 
 def _glob(pattern: str, command: str) -> bool:
-    """`*` is any characters; a trailing ` *` also matches nothing more."""
-    if "*" not in pattern:
+    """`*` is any characters; a trailing ` *` also matches nothing more. Linear: each
+    piece between stars is found with str.find, leftmost first (no backtracking)."""
+    if pattern.endswith(" *") and command == pattern[:-2]:  # `git diff *` is `git diff` too
+        return True
+    first, *middle, last = pattern.split("*") if "*" in pattern else (pattern, None)
+    if last is None:
         return command == pattern
-    regex = ".*".join(re.escape(part) for part in pattern.split("*"))
-    if pattern.endswith(" *"):  # `git diff *` is `git diff` too
-        regex = regex.removesuffix(r"\ .*") + r"(?:\ .*)?"
-    return re.fullmatch(regex, command, re.DOTALL) is not None
+    if not command.startswith(first) or len(command) < len(first) + len(last):
+        return False
+    at, end = len(first), len(command) - len(last)
+    for piece in middle:
+        at = command.find(piece, at, end)
+        if at == -1:
+            return False
+        at += len(piece)
+    return command.endswith(last)
 
 
 def normal_path(path: str) -> str | None:
