@@ -184,7 +184,7 @@ class Session:
         if decision == "deny":
             self.end_line()
             self.console.print(visible(f"✗ 项目的权限规则 {by} 不允许：{action.detail}"),
-                               style="red", markup=False, highlight=False)
+                               style="red", markup=False, highlight=False, soft_wrap=True)
             return permissions.DENIED.format(rule=by)
         if decision == "allow":
             if action.kind == "write":  # its diff is shown once it is done (show_written)
@@ -204,7 +204,8 @@ class Session:
             question = "允许运行吗？"
         always = permissions.narrowest_rule(call) if self.rules.path is not None else None
         if always:  # the answer A: allow, and write this rule for next time
-            self.console.print(visible(permissions.offer(always)), style="dim", markup=False)
+            self.console.print(visible(permissions.offer(always)), style="dim", markup=False,
+                               highlight=False, soft_wrap=True)
         answer = self.ask or (lambda text: self.console.input(text, markup=False))
         try:
             reply = answer(question + (f"[y/N，{SHOW_ALL} 显示全部] " if whole else "[y/N] "))
@@ -216,7 +217,8 @@ class Session:
             self.console.print()
             return "the user did not answer (the input ended). Do not try this again."
         if always and reply.strip() == permissions.ALWAYS:
-            self.console.print(visible(permissions.remember(self.rules, always)), markup=False)
+            self.console.print(visible(permissions.remember(self.rules, always)), markup=False,
+                               highlight=False, soft_wrap=True)
             return True
         if reply.strip().lower() in YES:
             return True
