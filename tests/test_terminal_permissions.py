@@ -151,6 +151,8 @@ def test_a_hostile_command_with_a_shell_symbol_is_asked_despite_an_allow_rule(tm
                                                                               endpoint):
     child, folder = started(tmp_path, endpoint, {"permissions": {
         "allow": ["run_command(python -m pytest *)"]}}, "--approve", "auto-edit")
+    order(child, "run_command", command="python -m pytest -q")  # the rule allows this one
+    assert "允许运行吗" not in turn(child)
     order(child, "run_command", command="python -m pytest -q; touch pwned")
     child.expect(RUN)
     assert "agent 想运行命令：python -m pytest -q; touch pwned" in child.before

@@ -8,6 +8,9 @@
                                 leads out of the workspace (through ".." or a link)
     check_my_policy(fn)         fn(action) -> True | False | reason: allows writes,
                                 `python -m pytest ...` and `ls ...`, refuses everything else
+    check_my_decide(fn)         fn(rules, call, default) -> "deny" | "ask" | "allow": the
+                                order of permission rules (deny beats ask beats allow), the
+                                approval mode's `default` when no rule matches
 
 Each checker runs the learner's function on a table of cases; a failing case names the
 typical mistake it reveals. One or two cases of each table are made up afresh on every
@@ -16,7 +19,9 @@ run (random names and places), so an answer that only knows the fixed cases fail
 
 8.1 and 8.2 rebuild what `Workspace.edit_file` and `Workspace.resolve` do, so an answer
 that calls `Workspace` (or `coding_registry`) is refused. 8.3 is a policy of the
-learner's choosing: building it on the package's `Policy` is allowed.
+learner's choosing: building it on the package's `Policy` is allowed. 8.4 hands out the
+matching (`vibe_agent.permissions.matches`, `Call`) and asks for the order only, so the
+package's `decide`, `Rules` and `ORDER` are refused.
 """
 
 from __future__ import annotations
