@@ -260,6 +260,18 @@ def test_a_settings_file_that_is_not_utf8_is_an_error_not_a_crash(tmp_path):
         load_rules(tmp_path)
 
 
+def test_a_huge_settings_file_is_refused_without_reading_it(tmp_path):
+    write_settings(tmp_path, '{"permissions": {"allow": []}}' + " " * 2_000_000)
+    with pytest.raises(SettingsError, match="太大了"):
+        load_rules(tmp_path)
+
+
+def test_a_settings_folder_instead_of_a_file_is_an_error(tmp_path):
+    (tmp_path / SETTINGS).mkdir(parents=True)
+    with pytest.raises(SettingsError, match="读不了"):
+        load_rules(tmp_path)
+
+
 def test_add_rule_writes_atomically_and_keeps_the_rest(tmp_path):
     write_settings(tmp_path, {"permissions": {"deny": ["mcp__git__*"], "ask": []}})
     rules = load_rules(tmp_path)

@@ -75,6 +75,7 @@ SHELL_SYNTAX = re.compile(r"[;&|`$()<>\n\r]")  # what may join, nest or redirect
 TOOL_NAME = re.compile(r"mcp__[A-Za-z0-9_*-]+")  # an MCP tool's name, `*` allowed
 RULE = re.compile(r"(?P<tool>[A-Za-z0-9_*-]+)(?:\((?P<pattern>.*)\))?", re.DOTALL)
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+MAX_SETTINGS_BYTES = 1_000_000  # a settings file is small; a huge one is refused, not read
 ALWAYS = "A"  # the answer to an approval question that also writes the rule for next time
 DENIED = ("a permission rule of this project denies this ({rule}). Do not try it again; "
           "do it another way, or tell the user which permission you need and why.")
@@ -305,6 +306,9 @@ def load_rules(project: Path) -> Rules:
     """The project's rules (none when it has no settings file); SettingsError otherwise."""
     path = Path(project) / SETTINGS
     try:
+        if path.stat().st_size > MAX_SETTINGS_BYTES:
+            raise SettingsError(f"{path} 太大了（超过 {MAX_SETTINGS_BYTES:,} 字节）："
+                                "规则文件用不着这么长")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return Rules(path=path)
