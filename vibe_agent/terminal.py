@@ -29,7 +29,9 @@ Approval modes, like Claude Code's permission modes:
     auto-edit  writes inside the workspace go ahead, commands are asked
     yolo       nothing is asked: the sandbox is the only boundary
 In ask and auto-edit, every call of an MCP server's tool is asked too (it runs outside
-the sandbox, as you), unless the server marks the tool read-only (lesson 14).
+the sandbox, as you), unless the server marks the tool read-only (lesson 14). The modes
+are defaults: the project's rules in .vibe_agent/settings.json come first (deny beats ask
+beats allow; `vibe_agent.permissions`), and answering A writes one for next time.
 A diff is shown whole (folded, never cropped; `diff_line`), and a write that was not
 asked still shows its diff once it is done. Text from a model, a tool, a file or a
 server reaches the screen through `visible`, which escapes control characters.
@@ -40,6 +42,7 @@ Slash commands are a table (`COMMANDS`); `@command` adds one.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import os
 import re
@@ -56,6 +59,7 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.text import Text
 
+from . import permissions
 from .coding import TOOL_NAMES, Workspace, snapshot, workspace_diff
 from .compact import Compaction, Summarizer, compact, scripted_summarizer
 from .loop import StopReason, run_agent
@@ -136,6 +140,7 @@ class Session:
     state_dir: Path | None = None  # where the undo store goes (None: a temporary folder)
     notice: str = ""  # a paragraph for the banner (e.g. what offline mode can do)
     resume: Resume | None = None  # --continue / --resume: what goes on, where (sessions.py)
+    rules: permissions.Rules = field(default_factory=permissions.Rules)  # .vibe_agent/settings
     messages: list[dict[str, Any]] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
     undo: list[Checkpoint] = field(default_factory=list)  # the workspace before each turn
@@ -153,9 +158,9 @@ class Session:
         # an approval question is then asked where Ctrl-C can reach it, and a person
         # thinking it over is not a tool running late. Commands keep the sandbox's own
         # time limit, so nothing can hang.
-        workspace = Workspace(self.root, Policy(self.rule))
         coding = ToolRegistry()
-        for name in TOOL_NAMES:
+        for name in TOOL_NAMES:  # a Workspace per tool: the rules see which tool asks
+            workspace = Workspace(self.root, Policy(functools.partial(self.rule, tool=name)))
             coding.register(getattr(workspace, name), timeout=None)
         self.todos = TodoList()
         parts = [coding, self.todos.register(ToolRegistry()), self.tools or ToolRegistry()]
@@ -178,14 +183,21 @@ class Session:
 
     # --- approvals ----------------------------------------------------------------
 
-    def rule(self, action: Action) -> bool | str:
-        """The approval rule the tools obey (see the module docstring)."""
-        if self.approve == "yolo" or (self.approve == "auto-edit" and action.kind == "write"):
+    def rule(self, action: Action, tool: str = "") -> bool | str:
+        """The approval rule the tools obey: the project's permission rules (deny, ask,
+        allow), then the approval mode (see the module docstring and permissions.py)."""
+        call = permissions.call_of(action.kind, action.detail, tool)
+        decision, by = self.rules.decide(call, permissions.mode_default(
+            self.approve, action.kind, getattr(action, "read_only", False)))
+        if decision == "deny":
+            self.end_line()
+            self.console.print(visible(f"✗ 项目的权限规则 {by} 不允许：{action.detail}"),
+                               style="red", markup=False, highlight=False, soft_wrap=True)
+            return permissions.DENIED.format(rule=by)
+        if decision == "allow":
             if action.kind == "write":  # its diff is shown once it is done (show_written)
                 self.written.setdefault(action.detail, self.text_of(action.detail))
             return True
-        if action.kind == "tool" and getattr(action, "read_only", False):
-            return True  # the MCP server marks it read-only (a hint: lesson 14)
         self.end_line()
         whole = ""  # the whole diff, when part of it did not fit on the screen
         if action.kind == "write":
@@ -198,15 +210,24 @@ class Session:
             self.console.print("[bold yellow]agent 想运行命令：[/]", end="")
             self.console.print(visible(action.detail), markup=False, highlight=False)
             question = "允许运行吗？"
+        always = permissions.narrowest_rule(call) if self.rules.path is not None else None
+        if always:  # the answer A: allow, and write this rule for next time
+            self.console.print(visible(permissions.offer(always)), style="dim", markup=False,
+                               highlight=False, soft_wrap=True)
         answer = self.ask or (lambda text: self.console.input(text, markup=False))
         try:
             reply = answer(question + (f"[y/N，{SHOW_ALL} 显示全部] " if whole else "[y/N] "))
-            if whole and reply.strip().lower() == SHOW_ALL:
+            if whole and reply.strip().lower() == SHOW_ALL and not (
+                    always and reply.strip() == permissions.ALWAYS):
                 self.print_diff(whole, rows=None)
                 reply = answer(question + "[y/N] ")
         except EOFError:  # (Ctrl-C is not caught: it stops the whole turn)
             self.console.print()
             return "the user did not answer (the input ended). Do not try this again."
+        if always and reply.strip() == permissions.ALWAYS:
+            self.console.print(visible(permissions.remember(self.rules, always)), markup=False,
+                               highlight=False, soft_wrap=True)
+            return True
         if reply.strip().lower() in YES:
             return True
         return "the user said no. Try another way, or ask the user how they want it done."
@@ -461,6 +482,8 @@ class Session:
             self.console.print(f"[yellow]{escape(self.notice)}[/]")
         self.console.print(f"工作区：{escape(visible(str(self.root)))}")
         self.console.print(f"审批：{self.approve}（{APPROVAL_NOTES[self.approve]}）")
+        if self.rules.allow or self.rules.ask or self.rules.deny:
+            self.console.print(visible(self.rules.summary()), markup=False)
         if isolated is None:
             self.console.print("沙箱：bubblewrap（命令只看得见工作区，没有网络，拿不到你的 key）")
         else:

@@ -27,6 +27,7 @@ from rich.console import Console
 from ..coding import remove_tree
 from ..compact import model_summarizer, scripted_summarizer
 from ..memory import MemoryFile
+from ..permissions import SettingsError, load_rules
 from ..registry import ToolRegistry
 from ..sandbox import Action
 from ..sessions import SessionError, add_arguments, chosen, last_file, place_of
@@ -154,6 +155,12 @@ def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
         root = args.folder.resolve()
         trajectory = args.trajectory or _state_dir() / "sessions" / (
             f"{root.name}-{_digest(root)}-{stamp}.json")
+    try:  # the project's permission rules, whole or not at all
+        rules = load_rules(root)
+    except SettingsError as exc:
+        Console(stderr=True, highlight=False).print(f"设置文件有误，会话没有开始：{exc}",
+                                                    markup=False)
+        return EXIT_CONFIG
     client, model, label = _client(args.mode, task)
     key = task.name if task else f"{root.name}-{_digest(root)}"
     try:  # --continue / --resume: the conversation to go on with (sessions.py)
@@ -167,7 +174,8 @@ def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
     session: Session | None = None
 
     def approve(action: Action) -> bool | str:
-        """MCP calls obey the session's approval rule (--approve), asked at its prompt."""
+        """MCP calls obey the session's approval rule (the project's permission rules,
+        then --approve), asked at its prompt."""
         assert session is not None, "no tool runs before the session does"
         return session.rule(action)
 
@@ -188,7 +196,7 @@ def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
                           memory=MemoryFile(_state_dir() / "memory" / f"{key}.md"),
                           context_budget=args.context_budget,
                           delegate=not args.no_delegate, test_command=args.test_command,
-                          judge=verdict_line(task) if task else None,
+                          judge=verdict_line(task) if task else None, rules=rules,
                           state_dir=home or _state_dir() / "undo", resume=resume,
                           notice=OFFLINE_ON_YOUR_PROJECT if (
                               model == KNOWN_FIX_MODEL_NAME and task is None) else "")

@@ -8,6 +8,9 @@
                                 leads out of the workspace (through ".." or a link)
     check_my_policy(fn)         fn(action) -> True | False | reason: allows writes,
                                 `python -m pytest ...` and `ls ...`, refuses everything else
+    check_my_decide(fn)         fn(rules, call, default) -> "deny" | "ask" | "allow": the
+                                order of permission rules (deny beats ask beats allow), the
+                                approval mode's `default` when no rule matches
 
 Each checker runs the learner's function on a table of cases; a failing case names the
 typical mistake it reveals. One or two cases of each table are made up afresh on every
@@ -16,7 +19,9 @@ run (random names and places), so an answer that only knows the fixed cases fail
 
 8.1 and 8.2 rebuild what `Workspace.edit_file` and `Workspace.resolve` do, so an answer
 that calls `Workspace` (or `coding_registry`) is refused. 8.3 is a policy of the
-learner's choosing: building it on the package's `Policy` is allowed.
+learner's choosing: building it on the package's `Policy` is allowed. 8.4 hands out the
+matching (`vibe_agent.permissions.matches`, `Call`) and asks for the order only, so the
+package's `decide`, `Rules` and `ORDER` are refused.
 """
 
 from __future__ import annotations
@@ -487,4 +492,139 @@ def check_my_policy(fn: Callable[[Action], Any]) -> Verdict:
         with report.case(name):
             got = attempt(fn, action).get(SPLIT_RAISES_HINT if hint == SPLIT_HINT else hint)
             _fail_with(report, name, _policy_problem(got, allowed), hint)
+    return report.verdict()
+
+
+# ---------------------------------------------------------------------------
+# Exercise 4: my_decide, the order of permission rules
+# ---------------------------------------------------------------------------
+
+DENY_FIRST_HINT = ("deny 要最先看：一条 deny 规则匹配了，不管 allow 和 ask 里有什么，"
+                   "结果都是 deny。按 deny、ask、allow 的顺序，一个列表一个列表地找，"
+                   "第一个有规则匹配的列表说了算。")
+ASK_OVER_DENY_HINT = ("ask 也不能压过 deny：deny 和 ask 都匹配时是 deny（拒绝），"
+                      "不是再问一次人——人已经在设置文件里说了不行。先看 deny，再看 ask。")
+ASK_FIRST_HINT = ("ask 要先于 allow：ask 和 allow 都匹配时要问人。ask 规则就是为这种时候写的："
+                  "“python -m pytest 都放行，"
+                  "可 python -m pytest --update-snapshots 要问我”。")
+DEFAULT_HINT = ("没有一条规则匹配时，返回 default："
+                "它是审批模式（ask、auto-edit、yolo）给出的默认结果，"
+                "规则之下才轮到它。不要写死 \"ask\"。")
+KIND_HINT = ("调用 matches(rule, call, kind) 时要传上这条规则所在的列表名 kind："
+             "deny 和 ask 规则会把命令按 ; && | 这些符号切开，一段一段地比，"
+             "ls && git push 才会被 deny 里的 run_command(git push *) 拦住。")
+RESULT_HINT = "返回 \"allow\"、\"ask\" 或 \"deny\" 三个字符串之一。"
+KEYWORD_HINT = ("结果只由规则决定：不要自己看命令里有没有 rm、push 这样的词。"
+                "项目的规则允许 rm -rf build，就是允许；规则里没有说的，交给 default。")
+BORROWED_DECIDE_HINT = ("这道题要你自己写出规则的先后顺序，"
+                        "不要借用包里的 decide、Rules 或 ORDER："
+                        "按 deny、ask、allow 的顺序，"
+                        "用 matches(rule, call, kind) 一个列表一个列表地找，"
+                        "都不匹配就返回 default。")
+VERDICTS = ("deny", "ask", "allow")
+
+
+def _decision(rules: dict[str, list[str]], call: Any, default: str, kinds: bool = True) -> str:
+    """The right answer, from the package's matching (the order written out here);
+    `kinds=False`: what an answer gets that never tells `matches` the rule's list."""
+    from ...permissions import matches
+
+    for kind in VERDICTS:
+        if any(matches(rule, call, kind if kinds else "allow")  # type: ignore[arg-type]
+               for rule in rules.get(kind, [])):
+            return kind
+    return default
+
+
+def _matching_lists(rules: dict[str, list[str]], call: Any) -> set[str]:
+    from ...permissions import matches
+
+    return {kind for kind in VERDICTS if any(
+        matches(rule, call, kind) for rule in rules.get(kind, []))}  # type: ignore[arg-type]
+
+
+def decide_cases(rng: random.Random) -> list[tuple[str, dict[str, list[str]], Any, str]]:
+    """(case, rules, call, default): the lesson's table, then cases made up afresh."""
+    from ...permissions import Call
+
+    pytest_all, pytest_q = "run_command(python -m pytest *)", "run_command(python -m pytest -q)"
+    run = lambda command: Call("run_command", command)  # noqa: E731
+    word, other = _word(rng), _word(rng)
+    fresh_command = f"{word} --{other}"
+    fresh_rule = f"run_command({word} *)"
+    mode = rng.choice(["allow", "ask"])
+    return [
+        ("没有规则：审批模式说了算（ask）", {}, run("python -m pytest -q"), "ask"),
+        ("没有规则：审批模式说了算（yolo：allow）", {}, run("python -m pytest -q"), "allow"),
+        ("allow 匹配", {"allow": [pytest_all]}, run("python -m pytest -q"), "ask"),
+        ("ask 匹配（yolo 下也要问）", {"ask": [pytest_all]}, run("python -m pytest -q"), "allow"),
+        ("deny 匹配", {"deny": [pytest_all]}, run("python -m pytest -q"), "allow"),
+        ("allow 和 deny 都匹配", {"allow": [pytest_all], "deny": [pytest_q]},
+         run("python -m pytest -q"), "allow"),
+        ("ask 和 deny 都匹配", {"ask": [pytest_all], "deny": [pytest_q]},
+         run("python -m pytest -q"), "ask"),
+        ("allow 和 ask 都匹配", {"allow": [pytest_all], "ask": [pytest_q]},
+         run("python -m pytest -q"), "allow"),
+        ("三个列表都匹配", {"allow": [pytest_all], "ask": [pytest_all], "deny": [pytest_q]},
+         run("python -m pytest -q"), "allow"),
+        ("规则不匹配：交给 default", {"allow": ["run_command(ls *)"], "deny": ["mcp__git__*"]},
+         run("python -m pytest -q"), "ask"),
+        ("带 ; 的命令：allow 的 * 不管它", {"allow": [pytest_all]},
+         run("python -m pytest -q; rm -rf ~"), "ask"),
+        ("deny 规则拦住 && 后面的那一段", {"allow": ["run_command"],
+                                        "deny": ["run_command(git push *)"]},
+         run("ls && git push"), "allow"),
+        ("规则允许 rm -rf build", {"allow": ["run_command(rm -rf build)"]}, run("rm -rf build"),
+         "ask"),
+        ("规则拒绝 ls", {"deny": ["run_command(ls *)"]}, run("ls -la"), "allow"),
+        ("MCP 工具：deny mcp__git__*", {"allow": ["mcp__git__status"], "deny": ["mcp__git__*"]},
+         Call("mcp__git__status"), "allow"),
+        ("写文件：allow edit_file(src/**)", {"allow": ["edit_file(src/**)"]},
+         Call("edit_file", "src/app.py"), "ask"),
+        (f"随机的命令，allow 和 deny 都匹配{FRESH}", {"allow": [fresh_rule], "deny": [
+            f"run_command({fresh_command})"]}, run(fresh_command), "allow"),
+        (f"随机的命令，allow 和 ask 都匹配{FRESH}", {"ask": [fresh_rule], "allow": [
+            f"run_command({fresh_command})"]}, run(fresh_command), "allow"),
+        (f"随机的命令，没有规则匹配{FRESH}", {"allow": [f"run_command({other} *)"],
+                                    "deny": [f"run_command({other})"]}, run(fresh_command), mode),
+    ]
+
+
+def _decide_problem(rules: dict[str, list[str]], call: Any, default: str, got: Any) -> Problem:
+    """What is wrong with my_decide's answer; None when it is right."""
+    wanted = _decision(rules, call, default)
+    if got not in VERDICTS:
+        return f"应该返回 \"allow\"、\"ask\" 或 \"deny\"，得到 {short(got)}", RESULT_HINT
+    if got == wanted:
+        return None
+    matched = _matching_lists(rules, call)
+    if not matched:
+        return f"没有规则匹配，应该是 default（{default}），得到 {got}", DEFAULT_HINT
+    if got == _decision(rules, call, default, kinds=False):
+        return f"应该是 {wanted}，得到 {got}", KIND_HINT
+    if wanted == "deny" and got == "allow":
+        return "deny 和 allow 都匹配，应该是 deny，你让 allow 赢了", DENY_FIRST_HINT
+    if wanted == "deny" and got == "ask":
+        return "deny 和 ask 都匹配，应该是 deny，你让 ask 赢了", ASK_OVER_DENY_HINT
+    if wanted == "ask" and got == "allow":
+        return "ask 和 allow 都匹配，应该是 ask，你让 allow 赢了", ASK_FIRST_HINT
+    if got == default:
+        return f"{wanted} 里有一条规则匹配，应该是 {wanted}，你返回了 default（{default}）", ""
+    return f"应该是 {wanted}，得到 {got}", KEYWORD_HINT
+
+
+def check_my_decide(fn: Callable[[dict[str, list[str]], Any, str], Any]) -> Verdict:
+    """Exercise 8.4: deny beats ask beats allow; the mode's default below the rules."""
+    from ... import permissions
+
+    report = Report("练习 8.4：my_decide —— deny 先于 ask 先于 allow，规则之下是审批模式")
+    if report.borrows(fn, permissions.decide, permissions.Rules, permissions.ORDER,
+                      hint=BORROWED_DECIDE_HINT, allowed=(permissions.matches,
+                                                          permissions.Call)):
+        return report.verdict()
+    for name, rules, call, default in decide_cases(random.Random()):
+        with report.case(name):
+            given = {kind: list(rules.get(kind, [])) for kind in VERDICTS}  # a fresh copy
+            got = attempt(fn, given, call, default).get(RESULT_HINT)
+            _fail_with(report, name, _decide_problem(rules, call, default, got), KEYWORD_HINT)
     return report.verdict()
