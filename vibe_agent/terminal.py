@@ -54,14 +54,14 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.text import Text
 
+from .code_agent import code_agent
 from .coding import TOOL_NAMES, Workspace, snapshot, workspace_diff
 from .compact import Compaction, Summarizer, compact, scripted_summarizer
-from .loop import StopReason, run_agent
-from .memory import MemoryFile, coding_system_prompt, load_project_memory, session_banner
-from .plan import TodoList, render_todos
+from .loop import AgentResult, StopReason, run_agent
+from .memory import MemoryFile, load_project_memory, session_banner
+from .plan import render_todos
 from .registry import ToolRegistry
 from .sandbox import YES, Action, Policy, why_not_isolated
-from .subagents import delegate_registry
 from .trace import Trace, TraceStep, shorten
 from .undo import Checkpoint, UndoError, remove_store, session_store
 from .verdict import find_test_command, run_project_tests
@@ -138,6 +138,10 @@ class Session:
     written: dict[str, str | None] = field(default_factory=dict, init=False)  # unasked: old text
     mid_line: bool = field(default=False, init=False)  # streamed text without its newline yet
     described: set[tuple[str, str]] = field(default_factory=set, init=False)  # (server, tool)
+    echo_answer: bool = True  # print the answer (off: `code -p` prints it on stdout itself)
+    fixed_model: str = ""  # why /model cannot switch (offline: the known-fix model is no LLM)
+    result: AgentResult | None = field(default=None, init=False)  # the last turn's (None: Ctrl-C)
+    verdict: str = field(default="", init=False)  # the last turn's verdict line ("": none)
 
     def __post_init__(self) -> None:
         if self.approve not in APPROVALS:
@@ -152,16 +156,11 @@ class Session:
         coding = ToolRegistry()
         for name in TOOL_NAMES:
             coding.register(getattr(workspace, name), timeout=None)
-        self.todos = TodoList()
-        parts = [coding, self.todos.register(ToolRegistry()), self.tools or ToolRegistry()]
-        if self.memory is not None:
-            parts.append(self.memory.register(ToolRegistry()))
-        if self.delegate:  # a child that may only look: list, read, search
-            parts.append(delegate_registry(self.client, model=self.model, tools=coding.subset(
-                ["list_files", "read_file", "search_code"])))
-        self.registry = ToolRegistry.combine(*parts)
+        agent = code_agent(self.client, self.model, self.root, coding, tools=self.tools,
+                           memory=self.memory, delegate=self.delegate)  # bench's `code` too
+        self.todos, self.registry = agent.todos, agent.registry
         if self.system_prompt is None:
-            self.system_prompt = coding_system_prompt(self.root, self.memory)
+            self.system_prompt = agent.system_prompt
         self.compaction = Compaction(self.summarize, budget=self.context_budget,
                                      workspace=self.root) if self.context_budget else None
         self.store = session_store(self.state_dir)  # file copies for /undo, on disk
@@ -285,6 +284,7 @@ class Session:
         """Send one prompt line and run the loop until the model answers (or a brake)."""
         checkpoint = self.checkpoint()
         first_step = len(self.trace)
+        self.result, self.verdict = None, ""
         self.written.clear()
         printed: list[str] = []
 
@@ -311,7 +311,8 @@ class Session:
         finally:
             self.save()
         self.end_line()
-        if not printed and result.answer:
+        self.result = result
+        if self.echo_answer and not printed and result.answer:
             self.console.print(visible(result.answer, multiline=True), markup=False,
                                highlight=False)
         if result.stop_reason is not StopReason.ANSWERED:
@@ -342,7 +343,8 @@ class Session:
         except OSError:  # the workspace cannot be read now: the tests still decide
             changed = None
         if changed == []:
-            self.console.print("这一轮没有改动工作区里的文件。")
+            self.verdict = "这一轮没有改动工作区里的文件。"
+            self.console.print(self.verdict)
             return
         files = f"改了 {len(changed)} 处 · " if changed else ""
         try:
@@ -357,7 +359,8 @@ class Session:
                         "或写进 AGENTS.md）")
         except KeyboardInterrupt:
             line = "测试：被 Ctrl-C 中断了，没有结果"
-        self.console.print(f"[bold]{escape(visible(files + line))}[/]")
+        self.verdict = files + line
+        self.console.print(f"[bold]{escape(visible(self.verdict))}[/]")
 
     def turn_figures(self, steps: list[TraceStep], started: float) -> str:
         """This turn's model calls, tokens and seconds, and the session's tokens so far."""
@@ -671,3 +674,21 @@ def _tokens(session: Session, _: str) -> None:
         total = sum((step.total_tokens or 0) for step in calls)
         session.console.print(f"{len(calls)} 次模型调用；最近一次发送 {reported[-1]:,} 个 prompt "
                               f"tokens；合计 {total:,} tokens。")
+
+
+@command("/model", "显示现在的模型和运行模式；/model 名字：从下一次请求起换成这个模型")
+def _model(session: Session, argument: str) -> None:
+    if not argument:
+        session.console.print(f"模型：{escape(visible(session.model))}  "
+                              f"{escape(visible(session.label))}")
+        return
+    if session.fixed_model:
+        session.console.print(f"[yellow]没有换：{escape(session.fixed_model)}[/]")
+    elif len(argument) > 200 or any(c.isspace() for c in argument) or visible(argument) != argument:
+        session.console.print(f"[yellow]没有换：{escape(visible(shorten(argument, 60)))} 不像"
+                              "模型名（一个词，不含空白和控制字符）。[/]")
+    else:
+        session.model = argument
+        session.console.print(f"从下一次请求起用模型 {escape(argument)}（运行记录里每次模型"
+                              "调用都记着回答它的模型）。子 agent（delegate）和压缩摘要仍用启动时"
+                              "的模型。")
