@@ -682,11 +682,11 @@ def _model(session: Session, argument: str) -> None:
         session.console.print(f"模型：{escape(visible(session.model))}  "
                               f"{escape(visible(session.label))}")
         return
-    if session.fixed_model:
-        session.console.print(f"[yellow]没有换：{escape(session.fixed_model)}[/]")
-    elif len(argument) > 200 or any(c.isspace() for c in argument) or visible(argument) != argument:
+    if len(argument) > 200 or any(c.isspace() for c in argument) or visible(argument) != argument:
         session.console.print(f"[yellow]没有换：{escape(visible(shorten(argument, 60)))} 不像"
                               "模型名（一个词，不含空白和控制字符）。[/]")
+    elif session.fixed_model:
+        session.console.print(f"[yellow]没有换：{escape(session.fixed_model)}[/]")
     else:
         session.model = argument
         session.console.print(f"从下一次请求起用模型 {escape(argument)}（运行记录里每次模型"
