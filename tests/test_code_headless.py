@@ -12,7 +12,8 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from vibe_agent.course.scripted import ScriptedModel, answer, usage_of
+from vibe_agent.course.scripted import ScriptedModel, answer, call, calls, usage_of
+from vibe_agent.memory import MemoryFile
 from vibe_agent.trace import Trace
 
 TASK = "weather_fahrenheit"
@@ -243,3 +244,81 @@ def test_slash_model_is_listed_in_help(tmp_path):
     child.expect_exact(PROMPT)
     child.sendeof()
     child.expect(pexpect.EOF)
+
+
+# --- bench --agent code: the terminal agent, measured ------------------------------------
+
+
+def recording_model(requests: list[dict]) -> ScriptedModel:
+    """A model that answers at once and keeps every request it was sent."""
+    def respond(body: dict) -> object:
+        requests.append(body)
+        return answer("nothing to do")
+    return ScriptedModel(respond)
+
+
+def offered(body: dict) -> set[str]:
+    return {tool["function"]["name"] for tool in body.get("tools", [])}
+
+
+def test_bench_agent_code_sends_the_terminal_agents_tools_and_rules(tmp_path):
+    from vibe_agent.coding import CODING_SYSTEM_PROMPT
+    from vibe_agent.course.bench import BENCH_SYSTEM_PROMPT, code_agent_factories, run_suite
+    from vibe_agent.course.tasks import SUITE_DIR, load_task
+    from vibe_agent.terminal import Session
+
+    task = load_task(SUITE_DIR / TASK)
+    terminal, lesson09, coded = [], [], []
+    Session(recording_model(terminal).client(), "m", tmp_path, io_console(),
+            approve="yolo", memory=MemoryFile(tmp_path / "notes.md")).turn("hi")
+    run_suite([task], lambda t: (recording_model(lesson09).client(), "m"))
+    models, registry = code_agent_factories(lambda t: (recording_model(coded).client(), "m"))
+    run_suite([task], models, registry_factory=registry, system_prompt=CODING_SYSTEM_PROMPT)
+    assert offered(coded[0]) == offered(terminal[0])  # the agent a learner uses
+    assert {"todo_write", "remember", "delegate"} <= offered(coded[0])
+    assert not {"todo_write", "remember", "delegate"} & offered(lesson09[0])  # default: 09's
+    assert coded[0]["messages"][0]["content"] == terminal[0]["messages"][0]["content"] \
+        == CODING_SYSTEM_PROMPT
+    assert lesson09[0]["messages"][0]["content"] == BENCH_SYSTEM_PROMPT
+
+
+def test_bench_agent_code_sub_agent_uses_the_tasks_own_client(tmp_path):
+    from vibe_agent.course.bench import code_agent_factories, run_suite
+    from vibe_agent.course.tasks import SUITE_DIR, load_task
+
+    seen: list[dict] = []
+
+    def respond(body: dict) -> object:
+        seen.append(body)
+        if body["messages"][-1]["role"] == "tool" or "delegate" not in offered(body):
+            return answer("looked")  # the child, or the parent after the child answered
+        return calls(call("delegate", {"task": "list the files"}))
+
+    task = load_task(SUITE_DIR / TASK)
+    models, registry = code_agent_factories(lambda t: (ScriptedModel(respond).client(), "m"),
+                                            model="sent-model")
+    [record] = run_suite([task], models, registry_factory=registry, model="sent-model")
+    assert record.stop_reason == "answered", record.error
+    assert len(seen) == 3 and {body["model"] for body in seen} == {"sent-model"}
+    assert "delegate" not in offered(seen[1])  # the child: read-only, cannot delegate
+
+
+def io_console():
+    import io
+
+    from rich.console import Console
+
+    return Console(file=io.StringIO(), width=100)
+
+
+def test_bench_agent_code_fixes_suite_tasks_offline(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "vibe_agent", "bench", "--agent", "code",
+                          "--only", TASK, "bill_split_cents", "--json", str(tmp_path / "b.json")],
+                         capture_output=True, text=True, timeout=180, cwd=tmp_path,
+                         env=clean_env(tmp_path))
+    assert run.returncode == 0, run.stderr
+    assert "agent：终端 agent" in run.stdout
+    data = json.loads((tmp_path / "b.json").read_text("utf-8"))
+    assert data["agent"] == "code"
+    assert [(t["task"], t["passed"]) for t in data["tasks"]] == [("bill_split_cents", True),
+                                                                (TASK, True)]
