@@ -189,7 +189,7 @@ def test_slash_model_shows_and_switches_the_model_for_the_next_request(tmp_path,
                   **live(serve_model(model, key="test-key")))
     child.expect_exact(PROMPT)
     child.send("/model\r")
-    child.expect("模型：start-model.*运行模式：live")
+    child.expect(r"模型：start-model\s+运行模式和来源（启动时）：（运行模式：live")
     child.expect_exact(PROMPT)
     child.send("hello\r")
     child.expect_exact("first")
@@ -322,3 +322,17 @@ def test_bench_agent_code_fixes_suite_tasks_offline(tmp_path):
     assert data["agent"] == "code"
     assert [(t["task"], t["passed"]) for t in data["tasks"]] == [("bill_split_cents", True),
                                                                 (TASK, True)]
+
+
+def test_p_at_a_terminal_asks_and_a_no_exits_three(tmp_path):
+    child = spawn("-p", "/task", "--task", TASK, "--output-format", "json", tmp_path=tmp_path)
+    for reply in ("y", "n", "y"):  # the first test run, the edit, the second test run
+        child.expect(r"允许.*?吗？\[y/N\] ")
+        child.send(reply + "\r")
+    child.expect(pexpect.EOF)
+    child.close()
+    line = next(text for text in child.before.splitlines() if text.startswith("{"))
+    data = json.loads(line)
+    assert child.exitstatus == 3 == data["exit_code"]
+    assert data["refused"] == 1 and data["stop_reason"] == "answered"
+    assert "没有终端可以问你" not in child.before  # there was one

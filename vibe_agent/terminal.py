@@ -679,8 +679,9 @@ def _tokens(session: Session, _: str) -> None:
 @command("/model", "显示现在的模型和运行模式；/model 名字：从下一次请求起换成这个模型")
 def _model(session: Session, argument: str) -> None:
     if not argument:
-        session.console.print(f"模型：{escape(visible(session.model))}  "
-                              f"{escape(visible(session.label))}")
+        label = visible(session.label, multiline=True)
+        session.console.print(f"模型：{escape(visible(session.model))}\n"
+                              f"运行模式和来源（启动时）：{escape(label)}")
         return
     if len(argument) > 200 or any(c.isspace() for c in argument) or visible(argument) != argument:
         session.console.print(f"[yellow]没有换：{escape(visible(shorten(argument, 60)))} 不像"

@@ -3,7 +3,8 @@
 The session is the terminal agent's own (`terminal.Session`): the same tools, approvals,
 undo store, trajectory and verdict. What a person would watch (tool lines, approvals,
 the verdict, the figures) goes to stderr; stdout gets only the answer, or with
-`--output-format json` one JSON object:
+`--output-format json` one JSON object (nothing is streamed: the answer is printed once,
+whole, when the turn ends):
 
     {"answer": ..., "stop_reason": "answered", "verdict": "...", "tokens": 1527,
      "model_calls": 4, "tool_calls": 3, "refused": 0, "model": ..., "trajectory": ...,
