@@ -52,8 +52,9 @@ OFFLINE_ON_YOUR_PROJECT = (
     "（本机的 SmolLM2，先按 README 装好 requirements-local.txt），或者设置 OPENAI_BASE_URL、"
     "OPENAI_API_KEY 和 VIBE_AGENT_MODEL，指向一个 OpenAI 兼容的服务。")
 LOCAL_MODEL = "本机模式（--mode local）只有 SmolLM2 一个模型。要换模型：用 --mode live。"
-OFFLINE_MODEL = ("离线模式下回答的是已知修复模型（不是 LLM），没有别的模型可换。要换模型：用 "
-                 "--mode live（设置 OPENAI_BASE_URL、OPENAI_API_KEY），或 --mode local。")
+OFFLINE_MODEL = ("离线模式下回答的是已知修复模型（不是 LLM），没有别的模型可换。要用真正的模型，"
+                 "重新启动：--mode local（本机的 SmolLM2），或者设置 OPENAI_BASE_URL、"
+                 "OPENAI_API_KEY 后用 --mode live --model 名字。")
 
 
 def _positive_tokens(text: str) -> int:
