@@ -191,7 +191,9 @@ def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
         root = args.folder.resolve()
         trajectory = args.trajectory or _state_dir() / "sessions" / (
             f"{root.name}-{_digest(root)}-{stamp}.json")
-    client, model, label = _client(args.mode, task, args.model)
+    if args.model is not None:  # the same as VIBE_AGENT_MODEL, for this process
+        os.environ["VIBE_AGENT_MODEL"] = args.model
+    client, model, label = _client(args.mode, task)
     key = task.name if task else f"{root.name}-{_digest(root)}"
     summarize = scripted_summarizer if model == KNOWN_FIX_MODEL_NAME else model_summarizer(
         client, model=model)
@@ -267,12 +269,9 @@ def _servers_problem(servers: list[tuple[str, list[str]] | None]) -> str | None:
     return None
 
 
-def _client(mode: str | None, task: BugFixTask | None,
-            model: str | None = None) -> tuple[Any, str, str]:
-    """The client, the model name and the on-screen label for `mode` (`model`: --model)."""
+def _client(mode: str | None, task: BugFixTask | None) -> tuple[Any, str, str]:
+    """The client, the model name and the on-screen label for `mode`."""
     chosen = mode or resolve_mode(None, settings())
-    if model is not None:  # the same as VIBE_AGENT_MODEL, for this process
-        os.environ["VIBE_AGENT_MODEL"] = model
     if chosen in ("offline", "replay", "reference"):  # from VIBE_AGENT_MODE: no network
         return (known_fix_model([task] if task else []).client(), KNOWN_FIX_MODEL_NAME,
                 f"（离线模式：{KNOWN_FIX_LABEL}）")
