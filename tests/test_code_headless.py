@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -45,8 +46,11 @@ def project(tmp_path: Path) -> Path:
     return folder
 
 
-def leftovers() -> set[str]:
-    return {p.name for p in Path("/tmp").glob("vibe-code-*")}
+def copied_to(stderr: str) -> Path:
+    """The task's fresh copy, as the session named it."""
+    match = re.search(r"新的工作区：(\S+)", stderr)
+    assert match, stderr
+    return Path(match.group(1))
 
 
 # --- -p: the answer on stdout, the exit codes --------------------------------------------
@@ -76,7 +80,6 @@ def test_p_json_is_one_object_with_the_verdict_and_the_trajectory(tmp_path):
 
 
 def test_p_with_ask_and_no_terminal_refuses_and_says_so_once(tmp_path):
-    before = leftovers()
     done = code("-p", "/task", "--task", TASK, "--output-format", "json", tmp_path=tmp_path)
     assert done.returncode == 3, done.stderr  # refused
     data = json.loads(done.stdout)
@@ -85,7 +88,7 @@ def test_p_with_ask_and_no_terminal_refuses_and_says_so_once(tmp_path):
     assert "没有得到批准" in data["answer"]
     assert done.stderr.count("没有终端可以问你") == 1
     assert "允许" not in done.stderr  # no question was put to nobody
-    assert leftovers() <= before
+    assert not copied_to(done.stderr).parent.exists()  # the copy is removed
 
 
 def test_p_auto_edit_with_no_terminal_writes_but_refuses_commands(tmp_path):
@@ -143,12 +146,10 @@ def test_p_text_answer_is_escaped_for_the_terminal(tmp_path, serve_model):
     (["--task", TASK, "--mode", "local", "--model", "gpt-x"], "SmolLM2"),
 ])
 def test_bad_headless_command_lines_exit_two_before_anything_is_copied(tmp_path, args, says):
-    before = leftovers()
     done = code(*args, tmp_path=tmp_path)
     assert done.returncode == 2
     assert says in done.stderr and "Traceback" not in done.stderr
-    assert done.stdout == "" and "复制" not in done.stderr
-    assert leftovers() <= before
+    assert done.stdout == "" and "复制" not in done.stderr  # refused before any copy
 
 
 def test_exit_codes_are_in_the_help(tmp_path):
