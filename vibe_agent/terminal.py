@@ -60,16 +60,16 @@ from rich.padding import Padding
 from rich.text import Text
 
 from . import permissions
+from .code_agent import code_agent
 from .coding import TOOL_NAMES, Workspace, snapshot, workspace_diff
 from .compact import Compaction, Summarizer, compact, scripted_summarizer
-from .loop import StopReason, run_agent
-from .memory import MemoryFile, coding_system_prompt, load_project_memory, session_banner
-from .plan import TodoList, render_todos
+from .loop import AgentResult, StopReason, run_agent
+from .memory import MemoryFile, load_project_memory, session_banner
+from .plan import render_todos
 from .registry import ToolRegistry
 from .reply import clean_text
 from .sandbox import YES, Action, Policy, why_not_isolated
 from .sessions import Resume, clear_command, init_command, restore, write
-from .subagents import delegate_registry
 from .trace import Trace, TraceStep, shorten
 from .undo import Checkpoint, UndoError, remove_store, session_store
 from .verdict import find_test_command, run_project_tests
@@ -148,6 +148,10 @@ class Session:
     written: dict[str, str | None] = field(default_factory=dict, init=False)  # unasked: old text
     mid_line: bool = field(default=False, init=False)  # streamed text without its newline yet
     described: set[tuple[str, str]] = field(default_factory=set, init=False)  # (server, tool)
+    echo_answer: bool = True  # print the answer (off: `code -p` prints it on stdout itself)
+    fixed_model: str = ""  # why /model cannot switch (offline: the known-fix model is no LLM)
+    result: AgentResult | None = field(default=None, init=False)  # the last turn's (None: Ctrl-C)
+    verdict: str = field(default="", init=False)  # the last turn's verdict line ("": none)
 
     def __post_init__(self) -> None:
         if self.approve not in APPROVALS:
@@ -162,17 +166,12 @@ class Session:
         for name in TOOL_NAMES:  # a Workspace per tool: the rules see which tool asks
             workspace = Workspace(self.root, Policy(functools.partial(self.rule, tool=name)))
             coding.register(getattr(workspace, name), timeout=None)
-        self.todos = TodoList()
-        parts = [coding, self.todos.register(ToolRegistry()), self.tools or ToolRegistry()]
-        if self.memory is not None:
-            parts.append(self.memory.register(ToolRegistry()))
-        if self.delegate:  # a child that may only look: list, read, search
-            parts.append(delegate_registry(self.client, model=self.model, tools=coding.subset(
-                ["list_files", "read_file", "search_code"])))
-        self.registry = ToolRegistry.combine(*parts)
+        agent = code_agent(self.client, self.model, self.root, coding, tools=self.tools,
+                           memory=self.memory, delegate=self.delegate)  # bench's `code` too
+        self.todos, self.registry = agent.todos, agent.registry
         self.prompt_from_files = self.system_prompt is None  # /clear reads AGENTS.md again
         if self.system_prompt is None:
-            self.system_prompt = coding_system_prompt(self.root, self.memory)
+            self.system_prompt = agent.system_prompt
         self.compaction = Compaction(self.summarize, budget=self.context_budget,
                                      workspace=self.root) if self.context_budget else None
         self.store = session_store(self.state_dir)  # file copies for /undo, on disk
@@ -315,6 +314,7 @@ class Session:
         checkpoint = self.checkpoint()
         self.record("request", line)  # the trajectory keeps the person's own words
         first_step = len(self.trace)
+        self.result, self.verdict = None, ""
         self.written.clear()
         printed: list[str] = []
 
@@ -341,7 +341,8 @@ class Session:
         finally:
             self.save()
         self.end_line()
-        if not printed and result.answer:
+        self.result = result
+        if self.echo_answer and not printed and result.answer:
             self.console.print(visible(result.answer, multiline=True), markup=False,
                                highlight=False)
         if result.stop_reason is not StopReason.ANSWERED:
@@ -372,7 +373,8 @@ class Session:
         except OSError:  # the workspace cannot be read now: the tests still decide
             changed = None
         if changed == []:
-            self.console.print("这一轮没有改动工作区里的文件。")
+            self.verdict = "这一轮没有改动工作区里的文件。"
+            self.console.print(self.verdict)
             return
         files = f"改了 {len(changed)} 处 · " if changed else ""
         try:
@@ -387,7 +389,8 @@ class Session:
                         "或写进 AGENTS.md）")
         except KeyboardInterrupt:
             line = "测试：被 Ctrl-C 中断了，没有结果"
-        self.console.print(f"[bold]{escape(visible(files + line))}[/]")
+        self.verdict = files + line
+        self.console.print(f"[bold]{escape(visible(self.verdict))}[/]")
 
     def turn_figures(self, steps: list[TraceStep], started: float) -> str:
         """This turn's model calls, tokens and seconds, and the session's tokens so far."""
@@ -726,3 +729,22 @@ def _clear(session: Session, _: str) -> None:
 @command("/init", "根据文件夹里的内容拟一份 AGENTS.md（不问模型），你同意了才写入")
 def _init(session: Session, _: str) -> None:
     init_command(session)
+
+
+@command("/model", "显示现在的模型和运行模式；/model 名字：从下一次请求起换成这个模型")
+def _model(session: Session, argument: str) -> None:
+    if not argument:
+        label = visible(session.label, multiline=True)
+        session.console.print(f"模型：{escape(visible(session.model))}\n"
+                              f"运行模式和来源（启动时）：{escape(label)}")
+        return
+    if len(argument) > 200 or any(c.isspace() for c in argument) or visible(argument) != argument:
+        session.console.print(f"[yellow]没有换：{escape(visible(shorten(argument, 60)))} 不像"
+                              "模型名（一个词，不含空白和控制字符）。[/]")
+    elif session.fixed_model:
+        session.console.print(f"[yellow]没有换：{escape(session.fixed_model)}[/]")
+    else:
+        session.model = argument
+        session.console.print(f"从下一次请求起用模型 {escape(argument)}（运行记录里每次模型"
+                              "调用都记着回答它的模型）。子 agent（delegate）和压缩摘要仍用启动时"
+                              "的模型。")

@@ -21,6 +21,14 @@ An experiment changes what `run_suite` takes: the model (`model_factory`, or `mo
 for the name sent), the system prompt, the tool set (`registry_factory`) and the request
 options (`request_options`, e.g. {"temperature": 0.7, "max_tokens": 512}).
 
+Which agent: lesson 09's by default (`bench_registry`, BENCH_SYSTEM_PROMPT), or with
+`--agent code` the terminal agent of `python -m vibe_agent code` (`code_agent_factories`:
+the same `vibe_agent.code_agent.code_agent` the terminal builds, so its tools todo_write,
+remember and delegate, and its rules, CODING_SYSTEM_PROMPT). Only its coding tools
+differ from the terminal's: nobody is there to approve, so commands follow the bench's
+allow-list and the task's time limit. Its notes file is new for each task (a run learns
+nothing from the one before), and the suite's tasks have no AGENTS.md.
+
 Concurrency: tasks run on threads (`concurrent.futures.ThreadPoolExecutor`). A task
 spends its time waiting: on the model (an HTTP request, or a local server in another
 thread) and on subprocesses (the sandboxed test runs). Waiting threads release the GIL,
@@ -75,8 +83,10 @@ import openai
 import psutil
 from tqdm import tqdm
 
-from ..coding import coding_registry, remove_tree, snapshot, workspace_diff
+from ..code_agent import code_agent
+from ..coding import CODING_SYSTEM_PROMPT, coding_registry, remove_tree, snapshot, workspace_diff
 from ..loop import run_agent
+from ..memory import MemoryFile
 from ..registry import ToolRegistry
 from ..sandbox import (
     DEFAULT_COMMANDS,
@@ -110,6 +120,11 @@ BENCH_SYSTEM_PROMPT = (
     "- 用 run_command 运行测试（例如 python -m pytest -q），确认全部通过。\n"
     "- 修好后用一两句话说明改了什么。"
 )
+AGENTS = {  # --agent: which agent the suite measures
+    "lesson09": "第 09 课的 agent（六个编程工具，BENCH_SYSTEM_PROMPT）",
+    "code": "终端 agent（python -m vibe_agent code 的工具和规则：编程工具、todo_write、"
+            "remember、delegate，CODING_SYSTEM_PROMPT）",
+}
 # Commands the agent may run: Python, pytest and a few read-only helpers, no shell syntax.
 BENCH_POLICY = Policy(DEFAULT_COMMANDS)
 
@@ -118,6 +133,32 @@ def bench_registry(workspace: Path, task: BugFixTask) -> ToolRegistry:
     """The default tool set: the six coding tools on the workspace, commands limited to
     the allow-list and to the task's time limit."""
     return coding_registry(workspace, policy=BENCH_POLICY, command_timeout=task.timeout_s)
+
+
+def code_agent_factories(model_factory: ModelFactory, model: str | None = None
+                         ) -> tuple[ModelFactory, RegistryFactory]:
+    """The terminal agent for `run_suite` (`--agent code`): `model_factory`, wrapped so
+    that each task's registry gets that task's own client for its sub-agent, and the
+    registry factory. Use CODING_SYSTEM_PROMPT as the system prompt.
+
+    Args:
+        model_factory: as for `run_suite`.
+        model: the model name sent (`run_suite(model=...)`); None: the factory's.
+    """
+    clients: dict[str, tuple[openai.OpenAI, str]] = {}  # written before the task runs
+
+    def models(task: BugFixTask) -> tuple[openai.OpenAI, str]:
+        client, name = model_factory(task)
+        clients[task.name] = client, model or name
+        return client, name
+
+    def registry(workspace: Path, task: BugFixTask) -> ToolRegistry:
+        client, name = clients[task.name]
+        notes = MemoryFile(workspace.parent / "notes.md")  # removed with the task's folder
+        return code_agent(client, name, workspace, bench_registry(workspace, task),
+                          memory=notes).registry
+
+    return models, registry
 
 
 class TaskStopped(Exception):
@@ -520,6 +561,9 @@ def add_parser(sub: Any) -> None:
                        help="从这个 UTF-8 文本文件读 system prompt（默认：BENCH_SYSTEM_PROMPT；"
                             "回放时默认用录制时的）")
     bench.add_argument("--model", help="请求里发送的模型名（默认：模式自己的）")
+    bench.add_argument("--agent", choices=list(AGENTS), help=(
+        "评测哪个 agent：lesson09（第 09 课的 agent，默认）或 code（python -m vibe_agent code "
+        "的终端 agent：同样的工具和 system prompt；回放时默认用录制时的）"))
     bench.add_argument("--temperature", help="采样温度（0 到 2 的数）")
     bench.add_argument("--max-tokens", help="每次回复最多多少 token（正整数）")
     bench.add_argument("--json", type=Path, metavar="PATH", help="把每个任务的结果写成 JSON")
@@ -581,9 +625,10 @@ def _options(args: argparse.Namespace, recorded: dict[str, Any]) -> dict[str, An
     return options
 
 
-def _system_prompt(path: Path | None, recorded: dict[str, Any]) -> str:
+def _system_prompt(path: Path | None, recorded: dict[str, Any], agent: str = "lesson09") -> str:
     if path is None:
-        return recorded.get("system_prompt") or BENCH_SYSTEM_PROMPT
+        return recorded.get("system_prompt") or (
+            CODING_SYSTEM_PROMPT if agent == "code" else BENCH_SYSTEM_PROMPT)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -614,8 +659,9 @@ def _main(args: argparse.Namespace) -> int:
             args.only = args.only or recorded.get("tasks")
             max_iters = max_iters or recorded.get("max_iters")
         args.max_iters = max_iters or DEFAULT_MAX_ITERS
+        args.agent = args.agent or recorded.get("agent") or "lesson09"
         args.workers = workers
-        system_prompt = _system_prompt(args.system_prompt, recorded)
+        system_prompt = _system_prompt(args.system_prompt, recorded, args.agent)
         request_options = _options(args, recorded)
         tasks, errors = load_tasks(args.tasks)
     except (CassetteError, TaskError, ConfigError) as exc:
@@ -634,6 +680,10 @@ def _main(args: argparse.Namespace) -> int:
     except (ConfigError, CassetteError) as exc:
         return _config_error(str(exc))
     about = about if about.startswith("运行模式") else f"运行模式：{mode}｜{about}"
+    about += f"\nagent：{AGENTS[args.agent]}"
+    tools: dict[str, Any] = {}
+    if args.agent == "code":
+        factory, tools["registry_factory"] = code_agent_factories(factory, args.model)
     print(about, flush=True)  # the mode line, in every mode
     for record in errors:  # said before the run starts, and again under the table
         print(f"任务文件有误，跳过 {record.task}：{record.error}", file=sys.stderr)
@@ -654,7 +704,7 @@ def _main(args: argparse.Namespace) -> int:
 
         try:
             records = run_suite(tasks, factory, workers=args.workers, max_iters=args.max_iters,
-                                model=args.model, on_done=done, **experiment)
+                                model=args.model, on_done=done, **experiment, **tools)
         except BenchInterrupted as stopped:
             interrupted, records = stopped, stopped.records
     wall = time.perf_counter() - started
@@ -665,7 +715,7 @@ def _main(args: argparse.Namespace) -> int:
     print(format_table(records, wall), flush=True)
     if args.json:
         _write_json(args.json, records, wall, mode, about,
-                    None if interrupted is None else interrupted.unfinished)
+                    None if interrupted is None else interrupted.unfinished, args.agent)
     if interrupted is not None:
         return _exit_interrupted()
     if tape is not None:  # a recording replaces the cassette only when it is good
@@ -721,6 +771,7 @@ def _recording_factory(mode: str, args: argparse.Namespace, tasks: Sequence[BugF
         command = ["python -m vibe_agent bench", f"--mode {mode} --record --cassette {name}",
                    f"--workers {args.workers} --max-iters {args.max_iters}"]
         for flag, value in (("--tasks", args.tasks), ("--system-prompt", args.system_prompt),
+                            ("--agent", args.agent if args.agent != "lesson09" else None),
                             ("--model", args.model), ("--temperature", args.temperature),
                             ("--max-tokens", args.max_tokens)):
             if value is not None:  # every setting of the run, so the command reproduces it
@@ -728,7 +779,7 @@ def _recording_factory(mode: str, args: argparse.Namespace, tasks: Sequence[BugF
         if args.only:
             command.append("--only " + " ".join(args.only))
         tape.provenance["recorded_with"] = " ".join(command)
-        tape.provenance["bench"] = {"tasks": [t.name for t in tasks],
+        tape.provenance["bench"] = {"tasks": [t.name for t in tasks], "agent": args.agent,
                                     "max_iters": args.max_iters, **experiment}
     return factory
 
@@ -746,8 +797,8 @@ def recorded_options(cassette: str = "bench_smollm2") -> dict[str, Any]:
 
 
 def _write_json(path: Path, records: Sequence[TaskRecord], wall: float, mode: str,
-                about: str, unfinished: list[str] | None) -> None:
-    data = {"mode": mode, "about": about, "summary": summary(records, wall),
+                about: str, unfinished: list[str] | None, agent: str = "lesson09") -> None:
+    data = {"mode": mode, "agent": agent, "about": about, "summary": summary(records, wall),
             "sandbox": why_not_isolated() or "bubblewrap",
             "interrupted": unfinished is not None, "unfinished": unfinished or [],
             "tasks": [r.to_dict() for r in records]}

@@ -1,4 +1,4 @@
-"""Command line: `python -m vibe_agent demo | ask "问题" | record NAME | info | bench`.
+"""Command line: `python -m vibe_agent demo | ask "问题" | record NAME | info | bench | code`.
 
 Offline by default: without an API key the commands use the scripted reference
 model (not an LLM; every table says so); with `--cassette NAME` they replay that
@@ -13,7 +13,8 @@ Exit codes (the last line always says why):
     3    a cassette problem: missing or damaged file, or a failed recording
     4    strict replay (`--mode replay`) met a request the cassette lacks
     130  interrupted (Ctrl-C)
-Nothing printed ever shows the API key or credentials in a URL.
+`code -p` has its own codes (vibe_agent.course.headless: 3 refused, 4 the model
+service failed). Nothing printed ever shows the API key or credentials in a URL.
 """
 
 from __future__ import annotations
@@ -239,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ChineseArgumentParser(prog="python -m vibe_agent",
                                    description="Vibe Agent 练习册的命令行。")
     sub = parser.add_subparsers(dest="command", required=True, metavar="命令",
-                                title="命令", help="demo、ask、record、info 或 bench")
+                                title="命令", help="demo、ask、record、info、bench 或 code")
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--mode", choices=["offline", "replay", "live", "local", "reference"],

@@ -2,12 +2,19 @@
 
     code --task NAME [--mode ...] [--approve ask|auto-edit|yolo] [--keep]   a fresh copy
     code DIR         [--mode ...] [--approve ...] [--test-command CMD]      your own project
+    code -p "request" [DIR | --task NAME] [--output-format json]          one request, no prompt
+    code ... --model NAME                                                 live: the model to ask
 
 Which model answers is always printed on screen: the scripted known-fix model
 (replays the task's known fix; not an LLM), the local SmolLM2, or your provider.
 After a turn that changed files, the tests give the verdict: the held-out judge on a
 course task, the project's own test command otherwise. A task's fresh copy is removed
 when the session ends, unless `--keep` asks to keep it.
+
+`-p` runs one request and exits (vibe_agent.course.headless: exit codes 0 done,
+1 a brake, 2 a bad command line, 3 refused, 4 the model service failed, 130 Ctrl-C).
+With no terminal to ask (stdin is not a terminal), `ask` refuses what it would ask,
+and says so once at the start, in an interactive run as in `-p`.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import argparse
 import hashlib
 import os
 import shlex
+import sys
 import tempfile
 import time
 from contextlib import ExitStack
@@ -33,6 +41,7 @@ from ..sandbox import Action
 from ..sessions import SessionError, add_arguments, chosen, last_file, place_of
 from ..terminal import APPROVALS, Session
 from .client import make_client, resolve_mode, settings
+from .headless import EXIT_CODES_HELP, no_terminal_note, refuse_unasked, run_once
 from .judge import verdict_line
 from .known_fix import KNOWN_FIX_LABEL, KNOWN_FIX_MODEL_NAME, known_fix_model
 from .tasks import SUITE_DIR, BugFixTask, copy_repo, load_suite
@@ -44,6 +53,10 @@ OFFLINE_ON_YOUR_PROJECT = (
     "只会重放课程任务自带的修复，在你自己的项目上什么也做不了。要用真正的模型：加 --mode local"
     "（本机的 SmolLM2，先按 README 装好 requirements-local.txt），或者设置 OPENAI_BASE_URL、"
     "OPENAI_API_KEY 和 VIBE_AGENT_MODEL，指向一个 OpenAI 兼容的服务。")
+LOCAL_MODEL = "本机模式（--mode local）只有 SmolLM2 一个模型。要换模型：用 --mode live。"
+OFFLINE_MODEL = ("离线模式下回答的是已知修复模型（不是 LLM），没有别的模型可换。要用真正的模型，"
+                 "重新启动：--mode local（本机的 SmolLM2），或者设置 OPENAI_BASE_URL、"
+                 "OPENAI_API_KEY 后用 --mode live --model 名字。")
 
 
 def _positive_tokens(text: str) -> int:
@@ -58,9 +71,17 @@ def _positive_tokens(text: str) -> int:
     return value
 
 
+def task_names() -> list[str]:
+    """The course tasks `--task` accepts."""
+    tasks, _ = load_suite(SUITE_DIR)
+    return sorted(task.name for task in tasks)
+
+
 def add_parser(sub: Any) -> None:
     """Add the `code` command to the CLI's subparsers."""
-    code = sub.add_parser("code", help="在终端里打开 coding agent（课程任务或你自己的文件夹）")
+    code = sub.add_parser("code", help="在终端里打开 coding agent（课程任务或你自己的文件夹）",
+                          epilog=f"课程任务（--task 名字）：{', '.join(task_names())}\n\n"
+                                 + EXIT_CODES_HELP)
     code.add_argument("folder", nargs="?", type=Path,
                       help="在这个文件夹里工作（你自己的项目）；和 --task 二选一")
     code.add_argument("--task", metavar="名字",
@@ -93,12 +114,22 @@ def add_parser(sub: Any) -> None:
     code.add_argument("--no-delegate", action="store_true",
                       help="不提供只读的子 agent 工具 delegate（第 13 课）")
     add_arguments(code)  # --continue, --resume (vibe_agent/sessions.py)
+    # Choosing the model and running headless (issue 28)
+    code.add_argument("--model", metavar="名字",
+                      help="live 模式下问哪个模型（和 VIBE_AGENT_MODEL 一样；会话里用 /model 换）")
+    code.add_argument("-p", "--print", dest="request", metavar="请求",
+                      help="只做这一个请求，不进入交互：回答打印到标准输出，进度到标准错误，"
+                           "然后退出（退出码见下）；写 /task 发送课程任务的描述")
+    code.add_argument("--output-format", choices=("text", "json"), default="text",
+                      help="-p 的输出：text（只有回答，默认）或 json（一个 JSON 对象：回答、"
+                           "停止原因、判定、tokens、调用次数、运行记录的路径）")
     code.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
     """Open the session; the exit status (0 after EOF or /exit, 2 for a bad command line)."""
-    console = Console(highlight=False)
+    # With -p, stdout is the answer's (or the JSON object's) alone
+    console = Console(highlight=False, stderr=args.request is not None)
     if args.folder is None and args.task is None:  # --continue: here; --resume: its own
         args.folder, args.task = place_of(args)
     if (args.folder is None) == (args.task is None):
@@ -107,6 +138,17 @@ def main(args: argparse.Namespace) -> int:
         return _usage_error("--max-iters 至少是 1。")
     if args.keep and args.task is None:
         return _usage_error("--keep 只用于 --task（你自己的文件夹本来就不会被删）。")
+    if args.output_format == "json" and args.request is None:
+        return _usage_error("--output-format json 只用于 -p（一个请求，一个 JSON 对象）。")
+    args.mode = args.mode or resolve_mode(None, settings())
+    if args.model is not None and args.mode != "live":
+        return _usage_error(f"--model 只用于 live 模式（现在是 {args.mode}：" + (
+            "回答的是本机的 SmolLM2，没有别的模型）。" if args.mode == "local" else
+            "回答的是已知修复模型，它不是 LLM）。要用在线服务，设置 OPENAI_BASE_URL 和 "
+            "OPENAI_API_KEY。"))
+    if args.request is not None and not args.request.strip():
+        return _usage_error("-p 后面要写请求，例如 -p \"修好失败的测试\""
+                            "（--task 时可以写 /task）。")
     servers = [_server(text) for text in args.mcp]
     if problem := _servers_problem(servers):
         return _usage_error(problem)
@@ -114,9 +156,8 @@ def main(args: argparse.Namespace) -> int:
     if args.task is not None:
         task = _find_task(args.task)
         if task is None:
-            tasks, _ = load_suite(SUITE_DIR)
-            names = "、".join(sorted(t.name for t in tasks))
-            return _usage_error(f"没有叫 {args.task!r} 的课程任务。可选的有：{names}")
+            return _usage_error(f"没有叫 {args.task!r} 的课程任务。可选的有："
+                                f"{', '.join(task_names())}")
     elif not args.folder.resolve().is_dir():
         return _usage_error(f"{args.folder} 不是一个文件夹。")
     # Every check is done: only now is anything copied or created
@@ -161,6 +202,8 @@ def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
         Console(stderr=True, highlight=False).print(f"设置文件有误，会话没有开始：{exc}",
                                                     markup=False)
         return EXIT_CONFIG
+    if args.model is not None:  # the same as VIBE_AGENT_MODEL, for this process
+        os.environ["VIBE_AGENT_MODEL"] = args.model
     client, model, label = _client(args.mode, task)
     key = task.name if task else f"{root.name}-{_digest(root)}"
     try:  # --continue / --resume: the conversation to go on with (sessions.py)
@@ -189,8 +232,10 @@ def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
                 Console(stderr=True, highlight=False).print(
                     f"MCP 服务器 {name} 没有启动起来（--mcp {name}=…）：{exc}", markup=False)
                 return EXIT_CONFIG
+        headless = args.request is not None
         session = Session(client, model, root, console, approve=args.approve, label=label,
-                          stream=not args.no_stream, max_iters=args.max_iters,
+                          stream=not (args.no_stream or headless), echo_answer=not headless,
+                          max_iters=args.max_iters,
                           trajectory=trajectory, suggested=task.prompt if task else None,
                           tools=ToolRegistry.combine(*mcp_tools), summarize=summarize,
                           memory=MemoryFile(_state_dir() / "memory" / f"{key}.md"),
@@ -199,7 +244,14 @@ def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
                           judge=verdict_line(task) if task else None, rules=rules,
                           state_dir=home or _state_dir() / "undo", resume=resume,
                           notice=OFFLINE_ON_YOUR_PROJECT if (
-                              model == KNOWN_FIX_MODEL_NAME and task is None) else "")
+                              model == KNOWN_FIX_MODEL_NAME and task is None) else "",
+                          fixed_model=OFFLINE_MODEL if model == KNOWN_FIX_MODEL_NAME else
+                          LOCAL_MODEL if args.mode == "local" else "")
+        if not sys.stdin.isatty() and (note := no_terminal_note(args.approve)):
+            session.ask = refuse_unasked  # never reads stdin: its lines are requests, not answers
+            session.notice = "\n".join(filter(None, [session.notice, note]))  # said once
+        if headless:
+            return run_once(session, args.request, json_output=args.output_format == "json")
         return session.run()
 
 
@@ -258,6 +310,7 @@ def _digest(path: Path) -> str:
 
 
 def _usage_error(text: str) -> int:
-    Console(stderr=True, highlight=False).print(f"命令行参数有误：{text}", markup=False)
+    Console(stderr=True, highlight=False).print(f"命令行参数有误：{text}", markup=False,
+                                                soft_wrap=True)  # never folded mid-word
     return EXIT_CONFIG
 
