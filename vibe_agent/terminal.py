@@ -210,9 +210,8 @@ class Session:
             self.console.print(visible(action.detail), markup=False, highlight=False)
             question = "允许运行吗？"
         always = permissions.narrowest_rule(call) if self.rules.path is not None else None
-        if always:  # the answer A: allow, and write this rule for next time
-            self.console.print(visible(permissions.offer(always)), style="dim", markup=False,
-                               highlight=False, soft_wrap=True)
+        if always:  # the answer A: allow, and write this rule for next time (offered only
+            question = visible(permissions.offer(always)) + "\n" + question  # to a person)
         answer = self.ask or (lambda text: self.console.input(text, markup=False))
         try:
             reply = answer(question + (f"[y/N，{SHOW_ALL} 显示全部] " if whole else "[y/N] "))
