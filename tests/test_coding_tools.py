@@ -271,7 +271,7 @@ def test_write_file_is_atomic(tools, root, monkeypatch):
         assert (root / source).read_text() == "new content\n"
         real_replace(source, target, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
 
-    monkeypatch.setattr(coding.os, "replace", spy)
+    monkeypatch.setattr(os, "replace", spy)
     tools.write_file("app.py", "new content\n")
     [(source, target)] = replaced
     assert target == "app.py" and source.endswith(".tmp") and "/" not in source
@@ -282,7 +282,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_file(tools, root, m
     def broken_replace(source, target, **dir_fds):
         raise OSError("disk full")
 
-    monkeypatch.setattr(coding.os, "replace", broken_replace)
+    monkeypatch.setattr(os, "replace", broken_replace)
     result = coding_registry(root, policy="allow-all").call(
         "write_file", {"path": "app.py", "content": "half"})
     assert result.output.startswith("Error:") and "disk full" in result.output
