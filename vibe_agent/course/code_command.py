@@ -30,6 +30,7 @@ from ..memory import MemoryFile
 from ..registry import ToolRegistry
 from ..sandbox import Action
 from ..terminal import APPROVALS, Session
+from .chinese_argparse import positive_int_type
 from .client import make_client, resolve_mode, settings
 from .judge import verdict_line
 from .known_fix import KNOWN_FIX_LABEL, KNOWN_FIX_MODEL_NAME, known_fix_model
@@ -44,16 +45,9 @@ OFFLINE_ON_YOUR_PROJECT = (
     "OPENAI_API_KEY 和 VIBE_AGENT_MODEL，指向一个 OpenAI 兼容的服务。")
 
 
-def _positive_tokens(text: str) -> int:
-    """--context-budget's value: a whole number of tokens, at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} 不行：要写一个正整数（多少个 tokens），例如 6000；不写这个选项就不自动压缩")
-    return value
+# --context-budget's value: a whole number of tokens, at least 1
+_positive_tokens = positive_int_type(
+    "{text!r} 不行：要写一个正整数（多少个 tokens），例如 6000；不写这个选项就不自动压缩")
 
 
 def add_parser(sub: Any) -> None:
