@@ -295,14 +295,13 @@ LOOP_CASES: list[tuple[str, Callable[[Callable[..., Any]], None]]] = [
     ("永远在调用工具的模型，max_iters=3", _never_stops),
 ]
 
-OWN_LOOP_HINT = ("这道题要你亲手写出这五步：调模型、读 tool_calls、执行、追加结果、下一轮。"
-                 "run_agent 是同一个循环的完整版，第 5 节再用它。")
-
 
 def check_my_run_agent(fn: Callable[..., Any]) -> Verdict:
     """Exercise 4.1: the loop, against four scripted models (none of them an LLM)."""
     report = Report("练习 4.1：亲手写 Agent 循环（对手是四个脚本模型，不是 LLM）")
-    if report.borrows(fn, run_agent, hint=OWN_LOOP_HINT):
+    if report.borrows(fn, run_agent, hint=(
+            "这道题要你亲手写出这五步：调模型、读 tool_calls、执行、追加结果、下一轮。"
+            "run_agent 是同一个循环的完整版，第 5 节再用它。")):
         return report.verdict()
     for name, run_case in LOOP_CASES:
         with report.case(name):

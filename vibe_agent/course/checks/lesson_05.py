@@ -560,14 +560,13 @@ def _signature_problem(fn: Callable[..., Any]) -> Problem:
         pass
     return None
 
-OWN_BRAKES_HINT = ("这道题要你亲手把刹车装进练习 4.1 的循环：is_repeat、ToolErrorBrake、"
-                   "openai.APIError 和轮次上限，都写在你自己的 for 循环里。")
-
 
 def check_braked_loop(fn: Callable[..., Any]) -> Verdict:
     """Exercise 5.3: the loop with every brake, against each misbehaving scripted model."""
     report = Report("练习 5.3：装好刹车的循环（对手是一组故意捣乱的脚本模型，不是 LLM）")
-    if report.borrows(fn, run_agent, hint=OWN_BRAKES_HINT):
+    if report.borrows(fn, run_agent, hint=(
+            "这道题要你亲手把刹车装进练习 4.1 的循环：is_repeat、ToolErrorBrake、"
+            "openai.APIError 和轮次上限，都写在你自己的 for 循环里。")):
         return report.verdict()
     if problem := _signature_problem(fn):
         with report.case("函数签名"):
