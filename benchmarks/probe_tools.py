@@ -30,18 +30,7 @@ from vibe_agent.coding import Workspace, coding_registry
 from vibe_agent.registry import ToolRegistry
 from vibe_agent.sandbox import Policy
 
-RACER = """
-import ctypes, os, sys
-ws, outside = sys.argv[1], sys.argv[2]
-os.chdir(ws)
-os.symlink(outside, "d.link")
-libc = ctypes.CDLL(None, use_errno=True)
-AT_FDCWD, RENAME_EXCHANGE = -100, 2
-print("racing", flush=True)
-while True:  # swap d/ (a folder inside) and d.link (a link out) atomically, again and again
-    if libc.renameat2(AT_FDCWD, b"d", AT_FDCWD, b"d.link", RENAME_EXCHANGE) != 0:
-        raise OSError(ctypes.get_errno(), "renameat2")
-"""
+RACER = Path(__file__).with_name("swap_racer.py")  # swaps d/ for a link out
 
 
 def escapes(tool: str, calls: int) -> int:
@@ -53,7 +42,7 @@ def escapes(tool: str, calls: int) -> int:
         (outside / "f.txt").write_text("OUTSIDE-SECRET\n")
         (root / "d" / "f.txt").write_text("value = 1\n")
         registry = coding_registry(root, policy="allow-all")
-        racer = subprocess.Popen([sys.executable, "-c", RACER, str(root), str(outside)],
+        racer = subprocess.Popen([sys.executable, RACER, str(root), str(outside)],
                                  stdout=subprocess.PIPE, text=True)
         try:
             assert racer.stdout is not None and racer.stdout.readline() == "racing\n"

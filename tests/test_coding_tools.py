@@ -271,7 +271,7 @@ def test_write_file_is_atomic(tools, root, monkeypatch):
         assert (root / source).read_text() == "new content\n"
         real_replace(source, target, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
 
-    monkeypatch.setattr(coding.os, "replace", spy)
+    monkeypatch.setattr(os, "replace", spy)
     tools.write_file("app.py", "new content\n")
     [(source, target)] = replaced
     assert target == "app.py" and source.endswith(".tmp") and "/" not in source
@@ -282,7 +282,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_file(tools, root, m
     def broken_replace(source, target, **dir_fds):
         raise OSError("disk full")
 
-    monkeypatch.setattr(coding.os, "replace", broken_replace)
+    monkeypatch.setattr(os, "replace", broken_replace)
     result = coding_registry(root, policy="allow-all").call(
         "write_file", {"path": "app.py", "content": "half"})
     assert result.output.startswith("Error:") and "disk full" in result.output
@@ -477,18 +477,7 @@ def output_of(registry: ToolRegistry, name: str, **arguments: object) -> str:
 
 # --- a folder swapped for a link while the tools work (finding 3) -----------------------
 
-RACER = """
-import ctypes, os, sys
-ws, outside = sys.argv[1], sys.argv[2]
-os.chdir(ws)
-os.symlink(outside, "d.link")
-libc = ctypes.CDLL(None, use_errno=True)
-AT_FDCWD, RENAME_EXCHANGE = -100, 2
-print("racing", flush=True)
-while True:  # swap d/ (a folder inside) and d.link (a link out) atomically, again and again
-    if libc.renameat2(AT_FDCWD, b"d", AT_FDCWD, b"d.link", RENAME_EXCHANGE) != 0:
-        raise OSError(ctypes.get_errno(), "renameat2")
-"""
+RACER = Path(__file__).resolve().parents[1] / "benchmarks" / "swap_racer.py"
 RACE_CALLS = 1000
 
 
@@ -500,7 +489,7 @@ def race(tmp_path: Path):
     (root / "d").mkdir(parents=True)
     for folder, text in ((outside, "OUTSIDE-SECRET\n"), (root / "d", "value = 1\n")):
         (folder / "f.txt").write_text(text)
-    racer = subprocess.Popen([sys.executable, "-c", RACER, str(root), str(outside)],
+    racer = subprocess.Popen([sys.executable, RACER, str(root), str(outside)],
                              stdout=subprocess.PIPE, text=True)
     assert racer.stdout is not None and racer.stdout.readline() == "racing\n"
     yield root, outside

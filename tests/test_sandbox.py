@@ -367,12 +367,10 @@ def test_tmp_is_capped(bwrap_only, workspace):
 # maps the user to 65534 inside. Tried for real as nobody, with the system's own Python
 # (the course's may live where nobody cannot read, e.g. under /root).
 AS_AN_ORDINARY_USER = """
-import importlib.util, json, sys
+import importlib, json, sys
 from pathlib import Path
-spec = importlib.util.spec_from_file_location("sandbox", sys.argv[1])
-sandbox = importlib.util.module_from_spec(spec)
-sys.modules["sandbox"] = sandbox
-spec.loader.exec_module(sandbox)
+sys.path.insert(0, str(Path(sys.argv[1]).parents[1]))  # the copy of the package
+sandbox = importlib.import_module("vibe_agent.sandbox")
 results = {}
 for name, command in json.loads(sys.argv[3]).items():
     done = sandbox.run_in_sandbox(command, Path(sys.argv[2]), timeout=20)
@@ -391,11 +389,15 @@ def test_an_ordinary_user_gets_the_same_sandbox(bwrap_only):
         workspace.mkdir()
         os.chown(workspace, sandbox.SANDBOX_UID, sandbox.SANDBOX_GID)
         # The checkout may lie where nobody cannot read (root's home is mode 700, or a
-        # private mktemp -d): the other user gets a readable copy of the one module it runs
-        # (sandbox.py imports only the standard library).
-        module = Path(folder, "sandbox.py")
-        shutil.copyfile(sandbox.__file__, module)
-        module.chmod(0o644)
+        # private mktemp -d): the other user gets a readable copy of the modules it runs
+        # (sandbox.py, and tree.py, the only module of ours it imports).
+        package = Path(folder, "vibe_agent")
+        package.mkdir(mode=0o755)
+        (package / "__init__.py").touch(mode=0o644)
+        for name in ("sandbox.py", "tree.py"):
+            shutil.copyfile(Path(sandbox.__file__).with_name(name), package / name)
+            (package / name).chmod(0o644)
+        module = package / "sandbox.py"
         check_as_nobody(python, workspace, module)
 
 

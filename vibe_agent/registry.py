@@ -16,40 +16,45 @@ telling the model what to do next. Mistakes in *our* code, such as registering a
 function without a docstring, raise `ToolDefinitionError` at registration time.
 
 Every tool runs under a time limit (`DEFAULT_TIMEOUT`, or `timeout=` when it is
-registered). Python cannot kill a thread, so a tool that overruns is *abandoned*:
-it keeps running in a background (daemon) thread until it returns by itself, and
-the model gets an error text at once. An abandoned call must not act any more (the
-model was told it timed out), so a tool that writes or starts processes asks
-`current_deadline()` first:
-
-    deadline = current_deadline()        # None outside a time-limited call
-    deadline.remaining()                 # seconds left: a command gets no more
-    with deadline.acting():              # raises CallAbandoned once the registry gave up;
-        write the file / run it          # an act already under way is waited for
-
-so what it does either happens before the model hears "timed out", or never.
+registered); a tool that overruns is abandoned, and must not act any more
+(time_limits.py: `current_deadline()`, `CallDeadline.acting()`). How a function
+becomes a schema is in tool_schema.py. Their names are imported here too, so
+`from vibe_agent.registry import ToolRegistry, function_to_tool, current_deadline, ...`
+keeps working.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import inspect
 import json
-import re
-import threading
-import time
-import types
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal
 
+from .time_limits import (
+    ACT_GRACE,
+    CallAbandoned,
+    CallDeadline,
+    StillRunning,
+    ToolTimeout,
+    current_deadline,
+    run_in_thread,
+    run_with_time_limit,
+)
+from .tool_schema import (
+    DEFAULT_TIMEOUT,
+    Tool,
+    ToolDefinitionError,
+    function_to_tool,
+    json_type,
+    parse_docstring,
+)
 
-class ToolDefinitionError(TypeError):
-    """A function cannot be described to the model (our bug, raised at registration)."""
-
-
-DEFAULT_TIMEOUT = 30.0  # seconds a tool may run before the model is told it took too long
+__all__ = [
+    "ACT_GRACE", "DEFAULT_TIMEOUT", "CallAbandoned", "CallDeadline", "ErrorKind", "StillRunning",
+    "Tool", "ToolDefinitionError", "ToolRegistry", "ToolResult", "ToolTimeout",
+    "argument_problems", "as_text", "current_deadline", "function_to_tool", "json_type",
+    "parse_arguments", "parse_docstring", "run_in_thread", "run_with_time_limit",
+]
 
 # What went wrong; `None` means the call succeeded. "tool_error": the tool ran and
 # answered with its own "Error: ..." text (e.g. the calculator refusing 1/0);
@@ -57,85 +62,6 @@ DEFAULT_TIMEOUT = 30.0  # seconds a tool may run before the model is told it too
 # neither text nor JSON data (a bug in the tool).
 ErrorKind = Literal["unknown_tool", "invalid_json", "bad_arguments", "tool_raised",
                     "tool_error", "timeout", "bad_result"]
-
-
-class ToolTimeout(TimeoutError):
-    """A tool did not finish within its time limit (it was abandoned, not stopped).
-
-    Args:
-        message: what happened, for the trace.
-        seconds: the limit, when the tool keeps its own (one registered with
-            `timeout=None` that bounds its waits itself, e.g. an MCP server's tool).
-    """
-
-    def __init__(self, message: str = "", seconds: float | None = None) -> None:
-        super().__init__(message)
-        self.seconds = seconds
-
-
-class CallAbandoned(ToolTimeout):
-    """Raised inside a tool that tries to act after the registry gave up on its call."""
-
-
-ACT_GRACE = 2.0  # seconds the registry waits, at the time limit, for an act under way
-
-
-class CallDeadline:
-    """The time limit of one running tool call, as the tool sees it.
-
-    The registry makes one per call and abandons it at the time limit. From then on
-    `acting()` refuses, so a late approval or a slow start cannot make the tool act
-    after the model was told the call timed out.
-
-    Args:
-        seconds: the call's time limit.
-    """
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.ends = time.monotonic() + seconds
-        self._abandoned = threading.Event()
-        self._lock = threading.Lock()  # held while the tool acts
-        self.acted = False
-
-    @property
-    def abandoned(self) -> bool:
-        return self._abandoned.is_set()
-
-    def remaining(self) -> float:
-        """Seconds until the registry gives up (0 once it has)."""
-        return 0.0 if self.abandoned else max(0.0, self.ends - time.monotonic())
-
-    @contextlib.contextmanager
-    def acting(self) -> Iterator[None]:
-        """Hold this while doing what must not happen after the call was abandoned
-        (keep it short, or bounded by `remaining()`).
-
-        Raises:
-            CallAbandoned: the registry has already given up on this call.
-        """
-        with self._lock:
-            if self.abandoned:
-                raise CallAbandoned("the registry gave up on this call; it must not act")
-            self.acted = True
-            yield
-
-    def abandon(self, wait: float) -> bool:
-        """Give up on the call: no act starts from now on. An act under way is waited
-        for (at most `wait` seconds); True when the tool has acted."""
-        self._abandoned.set()
-        if self._lock.acquire(timeout=wait):
-            self._lock.release()
-        return self.acted
-
-
-_deadline: contextvars.ContextVar[CallDeadline | None] = contextvars.ContextVar(
-    "tool_call_deadline", default=None)
-
-
-def current_deadline() -> CallDeadline | None:
-    """The time limit of the tool call running in this thread (None: no limit)."""
-    return _deadline.get()
 
 
 @dataclass
@@ -150,145 +76,6 @@ class ToolResult:
     @property
     def ok(self) -> bool:
         return self.error_kind is None
-
-
-@dataclass
-class Tool:
-    """A function plus the JSON Schema the model reads."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    fn: Callable[..., Any]
-    timeout: float | None = DEFAULT_TIMEOUT  # seconds; None: no limit (runs in the caller)
-
-    def schema(self) -> dict[str, Any]:
-        """This tool in the OpenAI `tools` format."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
-
-
-# ---------------------------------------------------------------------------
-# From a Python function to a JSON Schema
-# ---------------------------------------------------------------------------
-
-_SIMPLE_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
-
-
-def json_type(annotation: Any) -> dict[str, Any]:
-    """Translate one Python type annotation into a JSON Schema fragment.
-
-    Args:
-        annotation: a type such as `int`, `list[str]`, `Literal["a", "b"]` or `str | None`.
-
-    Raises:
-        ToolDefinitionError: for types the model could not fill in (e.g. a custom class).
-    """
-    if annotation in _SIMPLE_TYPES:
-        return {"type": _SIMPLE_TYPES[annotation]}
-    origin, args = get_origin(annotation), get_args(annotation)
-    if annotation is list or origin is list:
-        return {"type": "array", "items": json_type(args[0])} if args else {"type": "array"}
-    if origin is Literal:
-        kinds = {type(value) for value in args}
-        if len(kinds) != 1 or next(iter(kinds)) not in _SIMPLE_TYPES:
-            raise ToolDefinitionError(f"Literal values must share one simple type: {annotation}")
-        return {"type": _SIMPLE_TYPES[kinds.pop()], "enum": list(args)}
-    if origin in (Union, types.UnionType):
-        not_none = [arg for arg in args if arg is not type(None)]
-        if len(not_none) == 1:  # Optional[X] is X that may be left out
-            return json_type(not_none[0])
-    raise ToolDefinitionError(f"unsupported parameter type for a tool: {annotation!r}")
-
-
-_ARG_LINE = re.compile(r"^(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-
-
-def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into its summary and its `Args:` descriptions.
-
-    Args:
-        doc: the function's docstring.
-    """
-    lines = inspect.cleandoc(doc).splitlines()
-    summary_lines: list[str] = []
-    for line in lines:
-        if not line.strip():
-            break
-        summary_lines.append(line.strip())
-    args: dict[str, str] = {}
-    current: str | None = None
-    in_args, args_indent = False, 0
-    for line in lines:
-        stripped, indent = line.strip(), len(line) - len(line.lstrip())
-        if stripped in ("Args:", "Arguments:", "Parameters:"):
-            in_args, args_indent, current = True, indent, None
-            continue
-        if not in_args:
-            continue
-        if stripped and indent <= args_indent:  # the next section (Returns:, Raises:) starts
-            break
-        match = _ARG_LINE.match(stripped)
-        if match and (current is None or indent <= args_indent + 4):
-            current = match.group(1)
-            args[current] = match.group(2).strip()
-        elif current and stripped:  # a continuation line
-            args[current] = f"{args[current]} {stripped}".strip()
-    return " ".join(summary_lines), args
-
-
-def function_to_tool(fn: Callable[..., Any], name: str | None = None,
-                     timeout: float | None = DEFAULT_TIMEOUT) -> Tool:
-    """Describe a function as a tool, failing loudly when the description is incomplete.
-
-    Args:
-        fn: a plain function or bound method with type hints and a Google-style docstring.
-        name: the name the model will use; defaults to the function's name.
-        timeout: seconds the tool may run (None: no limit).
-    """
-    tool_name = name or fn.__name__
-    if timeout is not None and not timeout > 0:
-        raise ToolDefinitionError(f"tool {tool_name!r}: timeout must be a positive number of "
-                                  f"seconds, or None for no limit (got {timeout!r})")
-    # 1. read the docstring: the summary becomes the tool's description
-    if not fn.__doc__ or not fn.__doc__.strip():
-        raise ToolDefinitionError(f"tool {tool_name!r} has no docstring to describe it")
-    summary, arg_docs = parse_docstring(fn.__doc__)
-    # 2. read the signature and its type hints
-    hints = get_type_hints(fn)
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    for param in inspect.signature(fn).parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise ToolDefinitionError(f"tool {tool_name!r}: *args/**kwargs cannot be described")
-        # 3. every parameter needs a type and a description
-        if param.name not in hints:
-            raise ToolDefinitionError(f"tool {tool_name!r}: parameter {param.name!r} has no type")
-        if not arg_docs.get(param.name):
-            raise ToolDefinitionError(
-                f"tool {tool_name!r}: parameter {param.name!r} is not described in 'Args:'"
-            )
-        prop = json_type(hints[param.name]) | {"description": arg_docs[param.name]}
-        if param.default is param.empty:
-            required.append(param.name)
-        elif param.default is not None:
-            prop["default"] = param.default
-        properties[param.name] = prop
-    # 4. build the schema: no arguments beyond the ones described
-    parameters = {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
-    return Tool(name=tool_name, description=summary, parameters=parameters, fn=fn,
-                timeout=timeout)
 
 
 # ---------------------------------------------------------------------------
@@ -368,87 +155,8 @@ def _signature_hint(tool: Tool) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Running a tool: a time limit, and text for the model
+# What a tool returned, as text for the model
 # ---------------------------------------------------------------------------
-
-
-T = TypeVar("T")
-
-
-class StillRunning(Exception):
-    """`run_in_thread` stopped waiting: the call goes on in its thread, abandoned."""
-
-
-def run_in_thread(fn: Callable[[], T], seconds: float, name: str,
-                  grace: Callable[[], float] = lambda: 0.0) -> T:
-    """Call `fn()` in a new daemon thread and wait at most `seconds` for it.
-
-    The thread runs with a copy of the caller's context variables. Python cannot
-    kill a thread: one still running after `seconds` is left to finish by itself
-    (being a daemon, it never keeps the program from exiting). The registry runs
-    every tool this way; the course's recorder runs every page download this way.
-
-    Args:
-        fn: what to call, without arguments.
-        seconds: how long to wait.
-        name: the thread's name (shown by debuggers and in `StillRunning`).
-        grace: asked once, when `seconds` have passed and `fn` still runs: how many
-            seconds more to wait (0: none).
-
-    Raises:
-        StillRunning: `fn` had not returned in time.
-        BaseException: whatever `fn` raised, re-raised here.
-    """
-    outcome: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            outcome["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=contextvars.copy_context().run, args=(work,),
-                              name=name, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        worker.join(grace())
-    if worker.is_alive():
-        raise StillRunning(f"{name} did not finish within {seconds:g} s")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
-
-
-def run_with_time_limit(fn: Callable[..., Any], kwargs: dict[str, Any],
-                        seconds: float | None) -> Any:
-    """Call `fn(**kwargs)` and wait at most `seconds` for it (None: no limit).
-
-    The call runs in its own thread (`run_in_thread`), with its `CallDeadline` as
-    `current_deadline()`. If it is still running after `seconds`, the deadline is
-    abandoned, `ToolTimeout` is raised and the thread is left to finish: it ends
-    when `fn` returns. A tool that was in the middle of acting (`CallDeadline.acting`)
-    is waited for a little longer, so its result is not reported as a time-out.
-
-    Raises:
-        ToolTimeout: `fn` did not finish in time.
-        Exception: whatever `fn` raised, re-raised here.
-    """
-    if seconds is None:
-        return fn(**kwargs)
-    deadline = CallDeadline(seconds)
-
-    def call() -> Any:
-        _deadline.set(deadline)  # in the thread's own copy of the context
-        return fn(**kwargs)
-
-    def grace() -> float:  # it acted: wait for what it did
-        return ACT_GRACE if deadline.abandon(ACT_GRACE) else 0.0
-
-    try:
-        return run_in_thread(call, seconds, f"tool-{getattr(fn, '__name__', 'fn')}", grace)
-    except StillRunning:
-        raise ToolTimeout(f"the tool did not finish within {seconds:g} s") from None
 
 
 def _sorted(items: set[Any] | frozenset[Any]) -> list[Any]:

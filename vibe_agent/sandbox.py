@@ -52,6 +52,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from .tree import OPEN_FOLDER, raise_error, walk_tree
+
 SANDBOX_ENV = "VIBE_AGENT_SANDBOX"  # "none": the person chose to run commands unisolated
 WORKSPACE = "/workspace"  # where the command sees the workspace under bwrap
 SANDBOX_UID = SANDBOX_GID = 65534  # "nobody": who the command is inside the sandbox
@@ -428,30 +430,18 @@ def _handed_over(workspace: Path) -> Iterator[None]:
 def _chown_tree(root: Path, uid: int, gid: int) -> None:
     """Give `root` and everything under it to uid:gid, following no link.
 
-    The walk keeps its own stack of open folders (os.fwalk recurses, and a command
-    that made 1,100 nested folders would raise RecursionError).
+    The walk (`vibe_agent.tree.walk_tree`) keeps its own stack of open folders (os.fwalk
+    recurses, and a command that made 1,100 nested folders would raise RecursionError).
     """
     os.chown(root, uid, gid, follow_symlinks=False)
-    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    stack = [(top, iter(os.listdir(top)))]  # the open folders from `root` down
+    top = os.open(root, OPEN_FOLDER)
     try:
-        while stack:
-            folder, names = stack[-1]
-            name = next(names, None)
-            if name is None:
-                os.close(stack.pop()[0])
-                continue
-            info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        for _, info, folder, name, _ in walk_tree(top, onerror=raise_error):
             if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
                 continue
             os.chown(name, uid, gid, dir_fd=folder, follow_symlinks=False)
-            if stat.S_ISDIR(info.st_mode):
-                child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW,
-                                dir_fd=folder)
-                stack.append((child, iter(os.listdir(child))))
     finally:
-        for folder, _ in stack:
-            os.close(folder)
+        os.close(top)
 
 
 # ---------------------------------------------------------------------------

@@ -15,7 +15,7 @@ stop (SIGTERM), it kills its children until none is left. What it cannot stop: a
 command that kills the supervisor first (it runs as the same user) leaves orphans to
 init. Without /proc (macOS) only the process group is killed, by `run_in_sandbox`.
 
-MCP servers (mcp_tools.py) run under it too, without limits (`supervised(argv)`), so
+MCP servers (mcp_connection.py) run under it too, without limits (`supervised(argv)`), so
 that a server's `setsid` daemon ends with the server.
 
 Only the standard library's smallest modules: it starts once per command.

@@ -27,7 +27,7 @@ O_NOFOLLOW, and a file is put back by renaming a new file over the entry (a link
 its place is replaced, never followed). A file that was turned into a link to another
 file gets its own bytes back; the other file is not touched.
 
-What a checkpoint does not cover, on purpose: the folders coding.IGNORED_DIRS names
+What a checkpoint does not cover, on purpose: the folders workspace.IGNORED_DIRS names
 (.git, __pycache__, .pytest_cache): they are neither saved nor restored. Owners and
 modification times are not restored (permission bits are).
 
@@ -54,7 +54,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .coding import IGNORED_DIRS, MAX_DEPTH, remove_tree
+from .tree import Found, remove_tree, walk_tree
+from .workspace import IGNORED_DIRS, MAX_DEPTH
 
 MAX_STORE_BYTES = 2_000_000_000  # bytes of new content one session's store may keep
 CHUNK = 1 << 20  # bytes read at a time: memory stays small, however large a file
@@ -104,38 +105,18 @@ def _read_chunks(fd: int) -> Iterator[bytes]:
         yield chunk
 
 
-def walk(root_fd: int) -> Iterator[tuple[str, os.stat_result, int, str, bool]]:
-    """(path, lstat, open parent folder, name, too deep) for everything under the open
-    folder `root_fd`, parents before children. Links are never entered, ignored
-    folders are skipped, and a folder MAX_DEPTH levels down is yielded as too deep
-    (its contents are not walked)."""
-    stack = [(os.dup(root_fd), "", iter(sorted(os.listdir(root_fd))))]
-    try:
-        while stack:
-            folder, base, names = stack[-1]
-            name = next(names, None)
-            if name is None:
-                os.close(folder)
-                stack.pop()
-                continue
-            if name in IGNORED_DIRS or (not base and name.startswith(STAGING_PREFIX)):
-                continue
-            try:
-                info = os.stat(name, dir_fd=folder, follow_symlinks=False)
-            except FileNotFoundError:  # removed while we were walking
-                continue
-            path = f"{base}/{name}" if base else name
-            deep = stat.S_ISDIR(info.st_mode) and len(stack) >= MAX_DEPTH
-            yield path, info, folder, name, deep
-            if stat.S_ISDIR(info.st_mode) and not deep:
-                try:
-                    child = os.open(name, _DIR, dir_fd=folder)
-                except OSError:  # swapped for a link or removed meanwhile
-                    continue
-                stack.append((child, path, iter(sorted(os.listdir(child)))))
-    finally:
-        for folder, _, _ in stack:
-            os.close(folder)
+def walk(root_fd: int) -> Iterator[Found]:
+    """Everything under the open folder `root_fd` (`vibe_agent.tree.walk_tree`), parents
+    before children. Links are never entered, ignored folders and the staging folder
+    are skipped, and a folder MAX_DEPTH levels down is yielded as deep (its contents
+    are not walked)."""
+    return walk_tree(root_fd, skip=_not_covered, max_depth=MAX_DEPTH)
+
+
+def _not_covered(path: str, info: os.stat_result) -> bool:
+    """Whether a checkpoint leaves this entry out (and, for a folder, all it holds)."""
+    name = path.rpartition("/")[2]
+    return name in IGNORED_DIRS or (name == path and name.startswith(STAGING_PREFIX))
 
 
 class UndoStore:

@@ -209,3 +209,23 @@ class ChineseArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"命令行参数有误：{message}\n看用法：{self.prog} --help\n")
+
+
+def positive_int_type(message: str) -> Callable[[str], int]:
+    """An argparse `type=`: a whole number of at least 1, or `message` as the error.
+
+    Args:
+        message: what a wrong value is told, in Chinese; "{text!r}" in it stands for
+            the value given.
+    """
+
+    def positive_int(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(message.format(text=text))
+        return value
+
+    return positive_int

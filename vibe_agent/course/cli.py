@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from ..loop import AgentResult, run_agent
 from ..trace import TraceStep, render_step
 from .cassette import CassetteError, RecordingFailed, ReplayMiss, promote_partial
-from .chinese_argparse import ChineseArgumentParser
+from .chinese_argparse import ChineseArgumentParser, positive_int_type
 from .client import (
     PAGES,
     ConfigError,
@@ -219,16 +219,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def positive_int(text: str) -> int:
-    """argparse type for --max-iters: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(
-            f"应该是至少为 1 的整数（最多调用模型几次），收到的是 {text!r}")
-    return value
+# argparse type for --max-iters: a whole number of at least 1
+positive_int = positive_int_type("应该是至少为 1 的整数（最多调用模型几次），收到的是 {text!r}")
 
 
 MODES_HELP = ("运行模式（默认：配置了 OPENAI_API_KEY 时 live，否则离线模式 offline："

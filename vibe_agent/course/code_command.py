@@ -40,6 +40,7 @@ from ..registry import ToolRegistry
 from ..sandbox import Action
 from ..sessions import SessionError, add_arguments, chosen, last_file, place_of
 from ..terminal import APPROVALS, Session
+from .chinese_argparse import positive_int_type
 from .client import make_client, resolve_mode, settings
 from .headless import EXIT_CODES_HELP, no_terminal_note, refuse_unasked, run_once
 from .judge import verdict_line
@@ -59,16 +60,9 @@ OFFLINE_MODEL = ("离线模式下回答的是已知修复模型（不是 LLM）�
                  "OPENAI_API_KEY 后用 --mode live --model 名字。")
 
 
-def _positive_tokens(text: str) -> int:
-    """--context-budget's value: a whole number of tokens, at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} 不行：要写一个正整数（多少个 tokens），例如 6000；不写这个选项就不自动压缩")
-    return value
+# --context-budget's value: a whole number of tokens, at least 1
+_positive_tokens = positive_int_type(
+    "{text!r} 不行：要写一个正整数（多少个 tokens），例如 6000；不写这个选项就不自动压缩")
 
 
 def task_names() -> list[str]:

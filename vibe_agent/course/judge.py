@@ -45,6 +45,7 @@ import json
 import os
 import shlex
 import shutil
+import stat
 import tempfile
 import threading
 import uuid
@@ -53,9 +54,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..coding import remove_tree
 from ..sandbox import run_in_sandbox
 from ..trace import shorten
+from ..tree import OPEN_FOLDER, raise_error, remove_tree, walk_tree
 from .tasks import BugFixTask, TaskError, apply_fix, copy_repo, fix_edits, pytest_args
 
 JUDGE_VERSION = 1  # part of the cache key: bump it when the judging changes
@@ -179,31 +180,32 @@ def _files(root: Path) -> dict[str, str]:
     """
     found: dict[str, str] = {}
     entries = 0
-    waiting = [(str(root), 0)]  # folders still to read, and how deep each one is
     try:
-        while waiting:
-            folder, depth = waiting.pop()
-            with os.scandir(folder) as listing:
-                for entry in listing:
-                    if entry.name in IGNORED and entry.is_dir(follow_symlinks=False):
-                        continue
-                    entries += 1
-                    path = Path(entry.path).relative_to(root).as_posix()
-                    if entries > MAX_ENTRIES:
-                        raise WorkspaceUnjudgeable(f"有超过 {MAX_ENTRIES} 个文件和文件夹")
-                    if entry.is_symlink():
-                        found[path] = "link"
-                    elif entry.is_dir(follow_symlinks=False):
-                        if depth + 1 > MAX_DEPTH:
-                            raise WorkspaceUnjudgeable(
-                                f"的文件夹套了超过 {MAX_DEPTH} 层（{shorten(path, 80)!r}）")
-                        waiting.append((entry.path, depth + 1))
-                    elif entry.is_file(follow_symlinks=False):
-                        with open(entry.path, "rb") as file:  # read in pieces: any size
-                            found[path] = hashlib.file_digest(file, "sha256").hexdigest()
+        top = os.open(root, OPEN_FOLDER)
+        try:
+            for path, info, folder, name, deep in walk_tree(
+                    top, skip=_ignored, max_depth=MAX_DEPTH + 1, onerror=raise_error):
+                entries += 1
+                if entries > MAX_ENTRIES:
+                    raise WorkspaceUnjudgeable(f"有超过 {MAX_ENTRIES} 个文件和文件夹")
+                if deep:
+                    raise WorkspaceUnjudgeable(
+                        f"的文件夹套了超过 {MAX_DEPTH} 层（{shorten(path, 80)!r}）")
+                if stat.S_ISLNK(info.st_mode):
+                    found[path] = "link"
+                elif stat.S_ISREG(info.st_mode):
+                    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=folder)
+                    with os.fdopen(fd, "rb") as file:  # read in pieces: any size
+                        found[path] = hashlib.file_digest(file, "sha256").hexdigest()
+        finally:
+            os.close(top)
     except OSError as exc:  # e.g. a folder without read permission, a path too long
         raise WorkspaceUnjudgeable(f"有读不出的地方（{exc.strerror or exc}）") from exc
     return found
+
+
+def _ignored(path: str, info: os.stat_result) -> bool:
+    return path.rpartition("/")[2] in IGNORED and stat.S_ISDIR(info.st_mode)
 
 
 def _matches(path: str, patterns: tuple[str, ...]) -> bool:

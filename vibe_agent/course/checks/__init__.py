@@ -81,6 +81,18 @@ def fail(message: str, hint: str = "") -> NoReturn:
     raise CaseFailed(message, hint)
 
 
+def fail_unless_a(kind: type, got: Any, hint: str = "") -> None:
+    """End the current case as failed unless the learner's function returned a `kind`.
+
+    Args:
+        kind: the type the exercise asks for (str, list, dict ...).
+        got: what the function returned.
+        hint: what to change, in Chinese.
+    """
+    if not isinstance(got, kind):
+        fail(f"应该返回 {kind.__name__}，得到 {type(got).__name__}：{short(got)}", hint)
+
+
 @dataclass
 class Attempt:
     """What one call of the learner's function did: its value, or the exception it raised."""

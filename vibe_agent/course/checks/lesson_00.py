@@ -21,7 +21,7 @@ from openai.types.chat.chat_completion import Choice
 
 from ..client import make_client, resolve_mode
 from ..scripted import ScriptedModel, answer
-from . import Report, Verdict, attempt, fail, short
+from . import Report, Verdict, attempt, fail, fail_unless_a, short
 
 # ---------------------------------------------------------------------------
 # Exercise 0.1: first_answer(client, model, question) -> str
@@ -41,9 +41,7 @@ def _check_return(got: Any, reply: str) -> None:
     if isinstance(got, ChatCompletionMessage):
         fail("返回的是 message 对象（ChatCompletionMessage），不是文字。",
              "文字在它的 .content 属性里：response.choices[0].message.content。")
-    if not isinstance(got, str):
-        fail(f"应该返回 str，得到的是 {type(got).__name__}：{short(got)}",
-             "返回 response.choices[0].message.content。")
+    fail_unless_a(str, got, "返回 response.choices[0].message.content。")
     if got != reply:
         fail(f"期望返回模型的回答 {reply!r}，得到 {short(got)}",
              "原样返回 message.content：不要改写、拼接，也不要写死一个答案。")

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...naive import SCRIPTED_FAILURES, json_convention_prompt
 from ...tools import demo_registry
-from . import Attempt, Report, Verdict, attempt, fail, short
+from . import Attempt, Report, Verdict, attempt, fail, fail_unless_a, short
 
 # ---------------------------------------------------------------------------
 # Exercise 1.1: parse_action(text) -> dict, or ValueError
@@ -111,8 +111,7 @@ def _judge_parse(outcome: Attempt, wanted: dict[str, Any] | type[ValueError], hi
         fail(f"应该 raise ValueError，却返回了 {short(got)}", hint)
     if error is not None:
         fail(f"应该返回 {short(wanted)}，却抛出了 {type(error).__name__}: {error}", hint)
-    if not isinstance(got, dict):
-        fail(f"应该返回 dict，得到 {type(got).__name__}：{short(got)}", SHAPE_HINT)
+    fail_unless_a(dict, got, SHAPE_HINT)
     if got != wanted:
         tool = got.get("tool")
         if isinstance(tool, str) and "*" in tool:
@@ -223,9 +222,8 @@ def check_fabricated_observations(fn: Callable[[list[dict[str, str]]], Any]) -> 
         with report.case(name):
             got = attempt(fn, [dict(m) for m in messages]).get(
                 "只读 role 为 assistant 的消息，用 content.splitlines() 逐行检查。")
-            if not isinstance(got, list):
-                fail(f"应该返回 list，得到 {type(got).__name__}：{short(got)}",
-                     "返回一个列表，每个元素是编造的那一行文字（str）；没有就返回 []。")
+            fail_unless_a(list, got,
+                          "返回一个列表，每个元素是编造的那一行文字（str）；没有就返回 []。")
             if got != wanted:
                 fail(f"期望 {short(wanted)}，得到 {short(got)}",
                      _observation_hint(fn, got, wanted, messages))

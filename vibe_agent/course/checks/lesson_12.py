@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ from .lesson_09 import (
     TEST_ADD,
     TEST_CANNOT_SEE_OUTSIDE,
     TEST_NO_SECRET,
+    JudgeCase,
     _environment,
     _write,
 )
@@ -165,17 +166,14 @@ OUTPUT_HINT = ("测试失败时返回的文字要带上测试的输出（result.
 
 
 @dataclass
-class GateCase:
-    name: str
-    files: dict[str, str]
-    passes: bool
-    hint: str
-    answer: str = SAYS_FIXED
-    command: str = PYTEST
-    timeout: float = 30.0
+class GateCase(JudgeCase):
+    """A judge case of lesson 09, and the failing output the gate's message must carry."""
+
     shows: str | None = None  # text of the failing output the message must carry
-    env: dict[str, str] = field(default_factory=dict)
-    isolated_only: bool = False  # only decidable where bubblewrap isolates commands
+
+    @property
+    def passes(self) -> bool:
+        return self.expected
 
 
 GATE_CASES = [
