@@ -46,7 +46,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import openai
 from rich.console import Console
@@ -65,6 +65,9 @@ from .subagents import delegate_registry
 from .trace import Trace, TraceStep, shorten
 from .undo import Checkpoint, UndoError, remove_store, session_store
 from .verdict import find_test_command, run_project_tests
+
+if TYPE_CHECKING:  # imported when first used: prompt_toolkit is only needed at a terminal
+    from .prompt_input import PromptInput
 
 APPROVALS = ("ask", "auto-edit", "yolo")
 MAX_SHOWN_DIFF_LINES = 80  # rows of a diff shown before an approval, at most
@@ -131,10 +134,13 @@ class Session:
     judge: Callable[[Path], str] | None = None  # a course task's verdict instead (09-10)
     state_dir: Path | None = None  # where the undo store goes (None: a temporary folder)
     notice: str = ""  # a paragraph for the banner (e.g. what offline mode can do)
+    history: Path | None = None  # the prompt's history file, per project (None: this session)
     messages: list[dict[str, Any]] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
     undo: list[Checkpoint] = field(default_factory=list)  # the workspace before each turn
     registry: ToolRegistry = field(init=False)
+    workspace: Workspace = field(init=False)
+    prompt: PromptInput | None = field(default=None, init=False)  # made when first typed at
     written: dict[str, str | None] = field(default_factory=dict, init=False)  # unasked: old text
     mid_line: bool = field(default=False, init=False)  # streamed text without its newline yet
     described: set[tuple[str, str]] = field(default_factory=set, init=False)  # (server, tool)
@@ -148,7 +154,7 @@ class Session:
         # an approval question is then asked where Ctrl-C can reach it, and a person
         # thinking it over is not a tool running late. Commands keep the sandbox's own
         # time limit, so nothing can hang.
-        workspace = Workspace(self.root, Policy(self.rule))
+        workspace = self.workspace = Workspace(self.root, Policy(self.rule))
         coding = ToolRegistry()
         for name in TOOL_NAMES:
             coding.register(getattr(workspace, name), timeout=None)
@@ -487,8 +493,12 @@ class Session:
 
     def read_line(self, played: Iterator[str] | None) -> str:
         """The next prompt line, typed or played (EOFError when there is none)."""
-        if played is None:
-            return self.console.input("[bold cyan]› [/]")
+        if played is None:  # typed: prompt_toolkit at a terminal, a plain line from a pipe
+            from .prompt_input import PromptInput
+
+            if self.prompt is None:
+                self.prompt = PromptInput(self.console, COMMANDS, self.workspace, self.history)
+            return self.prompt.read()
         line = next(played, None)
         if line is None:
             raise EOFError
@@ -497,8 +507,13 @@ class Session:
 
     def handle(self, line: str) -> object:
         """One prompt line: a slash command, or a request for the model."""
+        from .prompt_input import run_shell, with_mentions
+
+        if line.startswith("!"):  # the person's own command, for the model to see next turn
+            run_shell(line[1:], self.root, self.console, self.messages)
+            return None
         if not line.startswith("/"):
-            self.turn(line)
+            self.turn(with_mentions(line, self.workspace, self.console))
             return None
         name, _, rest = line.partition(" ")
         handler = COMMANDS.get(name)
