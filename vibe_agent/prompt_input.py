@@ -208,8 +208,10 @@ class PromptInput:
         if not (self.console.is_terminal and sys.stdin.isatty()):
             line = self.console.input(f"[bold cyan]{PROMPT}[/]")
         else:
-            try:
-                line = LONE_SURROGATE.sub("\ufffd", self.prompt_session().prompt())
+            session = self.prompt_session()
+            try:  # raw mode first: on a dumb terminal the prompt is written before it,
+                with session.input.raw_mode():  # and a Ctrl-D typed then would be lost
+                    line = LONE_SURROGATE.sub("\ufffd", session.prompt())
             except KeyboardInterrupt:  # Ctrl-C at the prompt: the line is dropped
                 return ""  # (prompt_toolkit has already moved to a new line)
         if len(line) > MAX_MESSAGE_CHARS:
@@ -280,9 +282,11 @@ def _why_not(path: str, workspace: Workspace) -> str | None:
     try:
         real = workspace.resolve(path)
     except WorkspaceError as exc:
-        outside = "outside" in str(exc) or "absolute" in str(exc) or "'~'" in str(exc)
-        return "它在工作区外面（或者经过一个指向外面的链接），只能附上工作区里的文件" if outside \
-            else "这个路径不能用"
+        if any(word in str(exc) for word in ("outside", "absolute", "'~'")):
+            return "它在工作区外面（或者经过一个指向外面的链接），只能附上工作区里的文件"
+        if "control characters" in str(exc) or "NUL" in str(exc):
+            return "路径里有控制字符，工作区的工具不接受这样的路径"
+        return f"这个路径不能用（{visible(str(exc))}）"
     if real.is_dir():
         return "这是一个文件夹，只能附上文件"
     if not real.exists():
