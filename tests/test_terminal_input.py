@@ -296,6 +296,15 @@ def test_the_history_is_never_kept_inside_the_workspace(tmp_path):
     outside = project_history(tmp_path / "state" / "h.txt", root)
     outside.append_string("hello")
     assert (tmp_path / "state" / "h.txt").read_text("utf-8").endswith("+hello\n")
+    assert (tmp_path / "state").stat().st_mode & 0o777 == 0o700  # others cannot read it
+
+
+def test_a_history_that_cannot_be_read_or_written_is_only_no_history(tmp_path):
+    folder = tmp_path / "h.txt"
+    folder.mkdir()  # a folder where the file should be: open() fails
+    store = ProjectHistory(str(folder))
+    store.append_string("still works")
+    assert list(store.load_history_strings()) == []
 
 
 # --- several lines --------------------------------------------------------------------
@@ -340,7 +349,9 @@ def test_tab_completes_a_slash_command_and_a_path(folder, tmp_path):
     term = Terminal(folder, tmp_path)
     term.type("/he\t")
     assert term.prompt_row() == "› /help"
-    term.type("\x15look at @sr\t")
+    term.send("")
+    assert "  /tokens  " in term.text() and "  @路径  " in term.text()  # /help tells of @ and !
+    term.type("look at @sr\t")
     assert term.prompt_row() == "› look at @src/"
     term.type("ma\t")
     assert term.prompt_row() == "› look at @src/main.py"

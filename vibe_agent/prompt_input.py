@@ -18,6 +18,7 @@ text in the conversation; the person sees what was attached or run, escaped.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import itertools
 import os
@@ -53,6 +54,9 @@ MAX_MENTIONS = 5  # files one message can attach
 MENTION = re.compile(r"(?<!\S)@(\S+)")  # "@path" at the start or after a blank
 TRAILING = ",.;:!?，。；：！？、)）]】」』\"'"  # punctuation after a mention, not part of it
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # invalid UTF-8 typed at a terminal
+PROMPT_HELP = ("  @路径  把工作区里的这个文件附在消息里（Tab 补全路径）\n"
+               "  !命令  自己在沙箱里运行一条命令；命令和输出加进对话，agent 下一轮看得到\n"
+               "  Esc-Enter 或 Alt-Enter 换行，Enter 发出；↑↓ 翻历史，Ctrl-R 搜索历史")
 ATTACHED = "[The user attached the file '{path}' (as read_file shows it):]\n{text}"
 RAN = ("[The user ran this command in the sandbox themselves (it was not your tool call); "
        "its result:]\n$ {command}\n{result}")
@@ -65,7 +69,8 @@ class ProjectHistory(FileHistory):
     """prompt_toolkit's FileHistory, bounded: only the newest MAX_HISTORY_ENTRIES lines,
     from at most the last MAX_HISTORY_BYTES of the file, are loaded (a larger file is
     rewritten with them), and a line longer than MAX_HISTORY_ENTRY is not kept. Any
-    character is kept as data; it is shown escaped when recalled."""
+    character is kept as data; it is shown escaped when recalled. A file that cannot be
+    read or written (permissions, a full disk) only means no history: the prompt goes on."""
 
     def load_history_strings(self) -> Iterable[str]:
         path = Path(os.fsdecode(self.filename))
@@ -74,7 +79,7 @@ class ProjectHistory(FileHistory):
                 size = file.seek(0, os.SEEK_END)
                 file.seek(max(0, size - MAX_HISTORY_BYTES))
                 data = file.read(MAX_HISTORY_BYTES)
-        except FileNotFoundError:
+        except OSError:
             return []
         lines = data.decode("utf-8", errors="replace").split("\n")
         if size > MAX_HISTORY_BYTES:  # the first entry may be cut: start at a whole one
@@ -89,12 +94,14 @@ class ProjectHistory(FileHistory):
                 entry = []
         kept = strings[-MAX_HISTORY_ENTRIES:]
         if len(kept) < len(strings) or size > MAX_HISTORY_BYTES:
-            self._rewrite(path, kept)
+            with contextlib.suppress(OSError):
+                self._rewrite(path, kept)
         return reversed(kept)  # newest first, as prompt_toolkit wants
 
     def store_string(self, string: str) -> None:
         if len(string) <= MAX_HISTORY_ENTRY:
-            super().store_string(string)
+            with contextlib.suppress(OSError):
+                super().store_string(string)
 
     @staticmethod
     def _rewrite(path: Path, strings: list[str]) -> None:

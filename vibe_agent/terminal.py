@@ -605,6 +605,9 @@ def command(name: str, help: str) -> Callable[[Callable[[Session, str], object]]
 def _help(session: Session, _: str) -> None:
     for entry in COMMANDS.values():
         session.console.print(f"  [bold]{entry.name}[/]  {escape(entry.help)}")
+    from .prompt_input import PROMPT_HELP
+
+    session.console.print(PROMPT_HELP, markup=False, highlight=False)
 
 
 @command("/exit", "结束会话（Ctrl-D 也可以）")
