@@ -424,6 +424,20 @@ def test_at_path_caps_a_long_file_and_says_how_much_was_left_out(folder, tmp_pat
     assert f"call read_file with start_line={attached + 1}" in sent
 
 
+def test_at_path_says_why_a_binary_or_huge_file_or_a_folder_is_not_attached(folder):
+    from vibe_agent.prompt_input import with_mentions
+
+    (folder / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (folder / "huge.txt").write_text("x" * 1_500_000, "utf-8")
+    console = Console(file=io.StringIO(), width=200)
+    sent = with_mentions("@logo.png @huge.txt @src @app.py @app.py", Workspace(folder), console)
+    shown = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "没有附上 logo.png：这是二进制文件" in shown
+    assert "没有附上 huge.txt：文件超过 1,000,000 字节" in shown
+    assert "没有附上 src：这是一个文件夹" in shown
+    assert shown.count("附上了 app.py（2 行）") == 1 and sent.count("attached the file") == 1
+
+
 def test_at_path_shows_a_hostile_file_name_escaped(folder, tmp_path):
     (folder / "odd\x1b[2J.txt").write_text("hi\n", "utf-8")
     term = Terminal(folder, tmp_path)
@@ -461,17 +475,22 @@ def test_bang_runs_in_the_sandbox_and_the_next_request_carries_it(folder, tmp_pa
 
 
 @needs_sandbox
-def test_bang_keeps_the_sandbox_time_limit(folder, tmp_path, monkeypatch):
-    from vibe_agent import prompt_input
+def test_bang_keeps_the_sandbox_time_limit_and_refuses_a_nul(folder):
+    from vibe_agent.prompt_input import run_shell
 
-    monkeypatch.setattr(prompt_input, "COMMAND_TIMEOUT", 0.5)
     console = Console(file=io.StringIO(), width=80)
     messages: list[dict[str, Any]] = []
     started = time.monotonic()
-    prompt_input.run_shell("sleep 20", folder, console, messages)
+    run_shell("sleep 20", Workspace(folder, command_timeout=0.5), console, messages)
     assert time.monotonic() - started < 10
-    assert "0.5 秒内没有结束" in console.file.getvalue()  # type: ignore[attr-defined]
+    shown = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "0.5 秒内没有结束" in shown
     assert "did not finish within 0.5 s" in messages[-1]["content"]
+    run_shell("echo a\0b", Workspace(folder), console, messages)
+    assert "没有运行" in console.file.getvalue()  # type: ignore[attr-defined]
+    assert len(messages) == 1  # nothing added for a command that did not run
+    run_shell("   ", Workspace(folder), console, messages)
+    assert "! 后面写一条命令" in console.file.getvalue()  # type: ignore[attr-defined]
 
 
 # --- Ctrl-C, Ctrl-D and pipes -------------------------------------------------------

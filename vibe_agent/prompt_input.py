@@ -39,7 +39,7 @@ from prompt_toolkit.styles import Style
 from rich.console import Console
 from rich.markup import escape
 
-from .coding import COMMAND_TIMEOUT, Workspace, WorkspaceError
+from .coding import MAX_FILE_BYTES, Workspace, WorkspaceError
 from .sandbox import NOT_ISOLATED_NOTE, SandboxUnavailable, run_in_sandbox
 from .terminal import visible
 
@@ -57,6 +57,8 @@ LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # invalid UTF-8 typed at a termi
 PROMPT_HELP = ("  @路径  把工作区里的这个文件附在消息里（Tab 补全路径）\n"
                "  !命令  自己在沙箱里运行一条命令；命令和输出加进对话，agent 下一轮看得到\n"
                "  Esc-Enter 或 Alt-Enter 换行，Enter 发出；↑↓ 翻历史，Ctrl-R 搜索历史")
+UNREADABLE = (("binary", "这是二进制文件，只能附上文本文件"),
+              ("larger than", f"文件超过 {MAX_FILE_BYTES:,} 字节，太大了，没法整个附上"))
 ATTACHED = "[The user attached the file '{path}' (as read_file shows it):]\n{text}"
 RAN = ("[The user ran this command in the sandbox themselves (it was not your tool call); "
        "its result:]\n$ {command}\n{result}")
@@ -191,6 +193,7 @@ def _newline(event: KeyPressEvent) -> None:
 def _send(event: KeyPressEvent) -> None:
     event.current_buffer.validate_and_handle()
 
+
 class PromptInput:
     """Reads the person's lines at a terminal (prompt_toolkit), or plain lines from a pipe.
 
@@ -210,14 +213,16 @@ class PromptInput:
         self.session: PromptSession[str] | None = None  # made on the first typed line
 
     def read(self) -> str:
-        """The next line (EOFError: Ctrl-D or the end of the input; KeyboardInterrupt:
-        Ctrl-C at the prompt). A message longer than MAX_MESSAGE_CHARS is refused here."""
+        """The next line; "" when there is nothing to send (Ctrl-C dropped the line, or it
+        was longer than MAX_MESSAGE_CHARS). EOFError: Ctrl-D or the end of the input."""
         if not (self.console.is_terminal and sys.stdin.isatty()):
             line = self.console.input(f"[bold cyan]{PROMPT}[/]")
         else:
             session = self.prompt_session()
-            try:  # raw mode first: on a dumb terminal the prompt is written before it,
-                with session.input.raw_mode():  # and a Ctrl-D typed then would be lost
+            # Raw mode from before the prompt is written (on a dumb terminal prompt_toolkit
+            # writes it first): a Ctrl-D typed as soon as it shows is a key, not lost.
+            try:
+                with session.input.raw_mode():
                     line = LONE_SURROGATE.sub("\ufffd", session.prompt())
             except KeyboardInterrupt:  # Ctrl-C at the prompt: the line is dropped
                 return ""  # (prompt_toolkit has already moved to a new line)
@@ -254,16 +259,18 @@ def with_mentions(line: str, workspace: Workspace, console: Console) -> str:
     (missing, outside, a link out, a folder, binary) is named with the reason, and the
     message goes without it."""
     attached: list[str] = []
-    for number, match in enumerate(MENTION.finditer(line)):
-        path = _mentioned(match.group(1), workspace)
+    paths = list(dict.fromkeys(_mentioned(match.group(1), workspace)
+                               for match in MENTION.finditer(line)))  # each once, in order
+    for number, path in enumerate(paths):
         shown = visible(path)
         if number == MAX_MENTIONS:
             console.print(f"[yellow]一条消息最多附上 {MAX_MENTIONS} 个文件，后面的 @ 没有附上。[/]")
             break
         problem = _why_not(path, workspace)
         text = workspace.read_file(path) if problem is None else ""
-        if problem is None and text.startswith("Error: "):
-            problem = f"读不了（{visible(text.removeprefix('Error: '))}）"
+        if problem is None and text.startswith("Error: "):  # read_file's own refusals
+            problem = next((reason for word, reason in UNREADABLE if word in text),
+                           f"读不了（{visible(text.removeprefix('Error: '))}）")
         if problem is not None:
             console.print(f"[yellow]没有附上 {escape(shown)}：{escape(problem)}。[/]")
             continue
@@ -313,7 +320,7 @@ def _counted(text: str) -> tuple[int, int, bool]:
     return rows, rows, False
 
 
-def run_shell(command: str, root: Path, console: Console,
+def run_shell(command: str, workspace: Workspace, console: Console,
               messages: list[dict[str, Any]]) -> None:
     """`!command`: run it in the sandbox (the agent's own, with run_command's time limit
     and output cap), show it and its output, and add both to the conversation as a
@@ -324,7 +331,7 @@ def run_shell(command: str, root: Path, console: Console,
         return
     console.print(f"[dim]在沙箱里运行：[/]{escape(visible(command))}")
     try:
-        result = run_in_sandbox(command, root, timeout=COMMAND_TIMEOUT)
+        result = run_in_sandbox(command, workspace.root, timeout=workspace.command_timeout)
     except (SandboxUnavailable, ValueError, OSError) as exc:
         console.print(f"[red]没有运行：{escape(visible(str(exc)))}[/]")
         return
@@ -335,8 +342,9 @@ def run_shell(command: str, root: Path, console: Console,
     if output:
         console.print(visible(output, multiline=True), markup=False, highlight=False)
     if result.timed_out:
-        status = f"{COMMAND_TIMEOUT:g} 秒内没有结束，已经停止"
-        model = f"it did not finish within {COMMAND_TIMEOUT:g} s and was stopped"
+        limit = workspace.command_timeout
+        status = f"{limit:g} 秒内没有结束，已经停止"
+        model = f"it did not finish within {limit:g} s and was stopped"
     else:
         status, model = f"退出码 {result.exit_code}", f"exit code: {result.exit_code}"
     console.print(f"[dim]（{status}；命令和输出已经加进对话，agent 下一轮会看到）[/]")

@@ -510,7 +510,7 @@ class Session:
         from .prompt_input import run_shell, with_mentions
 
         if line.startswith("!"):  # the person's own command, for the model to see next turn
-            run_shell(line[1:], self.root, self.console, self.messages)
+            run_shell(line[1:], self.workspace, self.console, self.messages)
             return None
         if not line.startswith("/"):
             self.turn(with_mentions(line, self.workspace, self.console))
