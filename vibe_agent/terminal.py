@@ -13,7 +13,9 @@ Every part comes from a lesson; this file only wires them to a prompt:
                         │   every write and command through the approval rule below
                         └─> delegate: a read-only sub-agent (13); tools of MCP servers (14)
 
-One line is one request; the conversation goes on (`run_agent(messages=...)`), so
+One message is one request (typed at `vibe_agent.prompt_input`'s prompt: history,
+Tab, several lines, @path attaches a file, !command runs one in the sandbox);
+the conversation goes on (`run_agent(messages=...)`), so
 the model sees what it did before. Before each turn the workspace is checkpointed
 (`vibe_agent.undo`: /undo puts it back byte for byte, or refuses); after a turn that
 changed files the tests give a verdict (the held-out judge of 09–10 on a course task,
@@ -140,7 +142,7 @@ class Session:
     undo: list[Checkpoint] = field(default_factory=list)  # the workspace before each turn
     registry: ToolRegistry = field(init=False)
     workspace: Workspace = field(init=False)
-    prompt: PromptInput | None = field(default=None, init=False)  # made when first typed at
+    reader: PromptInput | None = field(default=None, init=False)  # made when first typed at
     written: dict[str, str | None] = field(default_factory=dict, init=False)  # unasked: old text
     mid_line: bool = field(default=False, init=False)  # streamed text without its newline yet
     described: set[tuple[str, str]] = field(default_factory=set, init=False)  # (server, tool)
@@ -496,9 +498,9 @@ class Session:
         if played is None:  # typed: prompt_toolkit at a terminal, a plain line from a pipe
             from .prompt_input import PromptInput
 
-            if self.prompt is None:
-                self.prompt = PromptInput(self.console, COMMANDS, self.workspace, self.history)
-            return self.prompt.read()
+            if self.reader is None:
+                self.reader = PromptInput(self.console, COMMANDS, self.workspace, self.history)
+            return self.reader.read()
         line = next(played, None)
         if line is None:
             raise EOFError
