@@ -13,7 +13,9 @@ Every part comes from a lesson; this file only wires them to a prompt:
                         │   every write and command through the approval rule below
                         └─> delegate: a read-only sub-agent (13); tools of MCP servers (14)
 
-One line is one request; the conversation goes on (`run_agent(messages=...)`), so
+One message is one request (typed at `vibe_agent.prompt_input`'s prompt: history,
+Tab, several lines, @path attaches a file, !command runs one in the sandbox);
+the conversation goes on (`run_agent(messages=...)`), so
 the model sees what it did before. Before each turn the workspace is checkpointed
 (`vibe_agent.undo`: /undo puts it back byte for byte, or refuses); after a turn that
 changed files the tests give a verdict (the held-out judge of 09–10 on a course task,
@@ -51,7 +53,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import openai
 from rich.console import Console
@@ -73,6 +75,9 @@ from .sessions import Resume, clear_command, init_command, restore, write
 from .trace import Trace, TraceStep, shorten
 from .undo import Checkpoint, UndoError, remove_store, session_store
 from .verdict import find_test_command, run_project_tests
+
+if TYPE_CHECKING:  # imported when first used: prompt_toolkit is only needed at a terminal
+    from .prompt_input import PromptInput
 
 APPROVALS = ("ask", "auto-edit", "yolo")
 MAX_SHOWN_DIFF_LINES = 80  # rows of a diff shown before an approval, at most
@@ -141,10 +146,13 @@ class Session:
     notice: str = ""  # a paragraph for the banner (e.g. what offline mode can do)
     resume: Resume | None = None  # --continue / --resume: what goes on, where (sessions.py)
     rules: permissions.Rules = field(default_factory=permissions.Rules)  # .vibe_agent/settings
+    history: Path | None = None  # the prompt's history file, per project (None: this session)
     messages: list[dict[str, Any]] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
     undo: list[Checkpoint] = field(default_factory=list)  # the workspace before each turn
     registry: ToolRegistry = field(init=False)
+    workspace: Workspace = field(init=False)
+    reader: PromptInput | None = field(default=None, init=False)  # made when first typed at
     written: dict[str, str | None] = field(default_factory=dict, init=False)  # unasked: old text
     mid_line: bool = field(default=False, init=False)  # streamed text without its newline yet
     described: set[tuple[str, str]] = field(default_factory=set, init=False)  # (server, tool)
@@ -162,6 +170,7 @@ class Session:
         # an approval question is then asked where Ctrl-C can reach it, and a person
         # thinking it over is not a tool running late. Commands keep the sandbox's own
         # time limit, so nothing can hang.
+        self.workspace = Workspace(self.root, Policy(self.rule))  # @path, Tab, !command
         coding = ToolRegistry()
         for name in TOOL_NAMES:  # a Workspace per tool: the rules see which tool asks
             workspace = Workspace(self.root, Policy(functools.partial(self.rule, tool=name)))
@@ -533,8 +542,12 @@ class Session:
 
     def read_line(self, played: Iterator[str] | None) -> str:
         """The next prompt line, typed or played (EOFError when there is none)."""
-        if played is None:
-            return self.console.input("[bold cyan]› [/]")
+        if played is None:  # typed: prompt_toolkit at a terminal, a plain line from a pipe
+            from .prompt_input import PromptInput
+
+            if self.reader is None:
+                self.reader = PromptInput(self.console, COMMANDS, self.workspace, self.history)
+            return self.reader.read()
         line = next(played, None)
         if line is None:
             raise EOFError
@@ -543,8 +556,14 @@ class Session:
 
     def handle(self, line: str) -> object:
         """One prompt line: a slash command, or a request for the model."""
+        from .prompt_input import run_shell, with_mentions
+
+        if line.startswith("!"):  # the person's own command, for the model to see next turn
+            run_shell(line[1:], self.workspace, self.console,
+                      lambda note: self.add_note("!command", note))
+            return None
         if not line.startswith("/"):
-            self.turn(line)
+            self.turn(with_mentions(line, self.workspace, self.console))
             return None
         name, _, rest = line.partition(" ")
         handler = COMMANDS.get(name)
@@ -636,6 +655,9 @@ def command(name: str, help: str) -> Callable[[Callable[[Session, str], object]]
 def _help(session: Session, _: str) -> None:
     for entry in COMMANDS.values():
         session.console.print(f"  [bold]{entry.name}[/]  {escape(entry.help)}")
+    from .prompt_input import PROMPT_HELP
+
+    session.console.print(PROMPT_HELP, markup=False, highlight=False)
 
 
 @command("/exit", "结束会话（Ctrl-D 也可以）")

@@ -237,6 +237,7 @@ def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
                           delegate=not args.no_delegate, test_command=args.test_command,
                           judge=verdict_line(task) if task else None, rules=rules,
                           state_dir=home or _state_dir() / "undo", resume=resume,
+                          history=_state_dir() / "history" / f"{key}.txt",
                           notice=OFFLINE_ON_YOUR_PROJECT if (
                               model == KNOWN_FIX_MODEL_NAME and task is None) else "",
                           fixed_model=OFFLINE_MODEL if model == KNOWN_FIX_MODEL_NAME else
