@@ -367,12 +367,10 @@ def test_tmp_is_capped(bwrap_only, workspace):
 # maps the user to 65534 inside. Tried for real as nobody, with the system's own Python
 # (the course's may live where nobody cannot read, e.g. under /root).
 AS_AN_ORDINARY_USER = """
-import importlib.util, json, sys
+import importlib, json, sys
 from pathlib import Path
-spec = importlib.util.spec_from_file_location("sandbox", sys.argv[1])
-sandbox = importlib.util.module_from_spec(spec)
-sys.modules["sandbox"] = sandbox
-spec.loader.exec_module(sandbox)
+sys.path.insert(0, sys.argv[1])
+sandbox = importlib.import_module("copied.sandbox")
 results = {}
 for name, command in json.loads(sys.argv[3]).items():
     done = sandbox.run_in_sandbox(command, Path(sys.argv[2]), timeout=20)
@@ -391,21 +389,28 @@ def test_an_ordinary_user_gets_the_same_sandbox(bwrap_only):
         workspace.mkdir()
         os.chown(workspace, sandbox.SANDBOX_UID, sandbox.SANDBOX_GID)
         # The checkout may lie where nobody cannot read (root's home is mode 700, or a
-        # private mktemp -d): the other user gets a readable copy of the one module it runs
-        # (sandbox.py imports only the standard library).
-        module = Path(folder, "sandbox.py")
-        shutil.copyfile(sandbox.__file__, module)
-        module.chmod(0o644)
-        check_as_nobody(python, workspace, module)
+        # private mktemp -d): the other user gets a readable copy of the modules it runs,
+        # as a package of their own (they import only the standard library and each other).
+        package = Path(folder, "copied")
+        package.mkdir()
+        for name in ("__init__.py", *SANDBOX_MODULES):
+            copied = package / name
+            copied.write_bytes(b"" if name == "__init__.py"
+                               else Path(sandbox.__file__).with_name(name).read_bytes())
+            copied.chmod(0o644)
+        check_as_nobody(python, workspace, Path(folder))
 
 
-def check_as_nobody(python: Path, workspace: Path, module: Path) -> None:
+SANDBOX_MODULES = ("sandbox.py", "policy.py", "supervise.py")  # what sandbox.py imports
+
+
+def check_as_nobody(python: Path, workspace: Path, importable: Path) -> None:
     probes = {"uid": "id -u", "hostname": "echo pwned > /proc/sys/kernel/hostname",
               "forks": FORKS.replace("python -c", "python3 -c"),
               "memory": "python3 -c 'bytearray(1 << 30)'", "file": "echo made > made.txt"}
     done = subprocess.run(["setpriv", f"--reuid={sandbox.SANDBOX_UID}",
                            f"--regid={sandbox.SANDBOX_GID}", "--clear-groups", str(python),
-                           "-I", "-c", AS_AN_ORDINARY_USER, str(module), str(workspace),
+                           "-I", "-c", AS_AN_ORDINARY_USER, str(importable), str(workspace),
                            json.dumps(probes)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     results = json.loads(done.stdout)
