@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from vibe_agent import sandbox
+from vibe_agent import sandbox, supervise
 from vibe_agent.coding import remove_tree
 from vibe_agent.sandbox import (
     DEFAULT_POLICY,
@@ -500,6 +500,66 @@ def test_a_daemon_is_killed_at_the_time_limit_too(isolated, workspace, marker):
     result = run(f"setsid sh -c 'sleep {marker} &'; sleep {marker}", workspace, timeout=1.0)
     assert result.timed_out
     assert gone(marker), f"left-over processes: {processes_with(marker)}"
+
+
+# --- what each command costs: as few program starts and files as the guards allow -------
+
+
+def test_a_sandboxed_command_starts_one_shell(bwrap_only, workspace):
+    # bwrap itself enters the workspace (as root it keeps the right to search a folder
+    # that nobody owns, until setpriv drops every capability): no `cd` shell around it
+    argv = sandbox.bwrap_argv("true", workspace)
+    assert argv.count("/bin/sh") == 1 and argv[-3:] == ["/bin/sh", "-c", "true"]
+    assert argv[argv.index("--chdir") + 1] == sandbox.WORKSPACE
+
+
+def test_a_sandboxed_command_makes_no_folder_on_the_host(bwrap_only, workspace, monkeypatch):
+    run("true", workspace)  # the probe and the sandbox's /etc are made once per process
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a host folder was made for one sandboxed command")
+
+    monkeypatch.setattr(sandbox.tempfile, "TemporaryDirectory", refuse)
+    assert run("echo $HOME", workspace).output == "/tmp\n"
+
+
+def test_the_supervisor_imports_no_ctypes():
+    python, *rest = supervise.supervised(["/bin/sh", "-c", "exit 3"])
+    done = subprocess.run([python, "-X", "importtime", *rest], capture_output=True, text=True,
+                          timeout=30)
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert done.returncode == 3 and "_signal" in imported
+    assert "ctypes" not in imported
+
+
+def test_the_supervisor_reads_its_children_from_the_kernels_list(monkeypatch):
+    child = subprocess.Popen(["sleep", "5"])
+    try:
+        def no_scan(path):
+            raise AssertionError(f"listed {path}: every process was read")
+
+        monkeypatch.setattr(supervise.os, "listdir", no_scan)
+        assert child.pid in supervise.children_of(os.getpid())
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_without_the_kernels_list_the_supervisor_reads_every_process(monkeypatch):
+    child = subprocess.Popen(["sleep", "5"])
+    real_open = open
+
+    def no_list(path, *args, **kwargs):
+        if str(path).endswith("/children"):
+            raise FileNotFoundError(path)
+        return real_open(path, *args, **kwargs)
+
+    try:
+        monkeypatch.setattr(supervise, "open", no_list, raising=False)
+        assert child.pid in supervise.children_of(os.getpid())
+    finally:
+        child.kill()
+        child.wait()
 
 
 # --- output the model reads: no terminal control, no raw bytes --------------------------
