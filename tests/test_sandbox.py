@@ -389,19 +389,17 @@ def test_an_ordinary_user_gets_the_same_sandbox(bwrap_only):
         workspace.mkdir()
         os.chown(workspace, sandbox.SANDBOX_UID, sandbox.SANDBOX_GID)
         # The checkout may lie where nobody cannot read (root's home is mode 700, or a
-        # private mktemp -d): the other user gets a readable copy of the modules it runs,
-        # as a package of their own (they import only the standard library and each other).
+        # private mktemp -d): the other user gets a readable copy of the core's modules, as
+        # a package of its own (sandbox.py imports only the standard library and them).
         package = Path(folder, "copied")
         package.mkdir()
-        for name in ("__init__.py", *SANDBOX_MODULES):
-            copied = package / name
-            copied.write_bytes(b"" if name == "__init__.py"
-                               else Path(sandbox.__file__).with_name(name).read_bytes())
+        (package / "__init__.py").write_text("")  # not the package's: it imports them all
+        for module in Path(sandbox.__file__).parent.glob("*.py"):
+            if module.name != "__init__.py":
+                shutil.copyfile(module, package / module.name)
+        for copied in package.iterdir():
             copied.chmod(0o644)
         check_as_nobody(python, workspace, Path(folder))
-
-
-SANDBOX_MODULES = ("sandbox.py", "policy.py", "supervise.py")  # what sandbox.py imports
 
 
 def check_as_nobody(python: Path, workspace: Path, importable: Path) -> None:
