@@ -19,6 +19,7 @@ lessons build them:
 the coding agent built on the same loop:
 
     coding.py     list, read, search, write and edit files inside one workspace (08-09)
+    policy.py     may an action happen at all: allow-list, ask a person, function (08)
     sandbox.py    run a command in bubblewrap: another user, limits, no secrets (08)
     supervise.py  without bubblewrap (chosen explicitly): kill every descendant  (08)
 
