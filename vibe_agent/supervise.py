@@ -84,7 +84,7 @@ def children_of(parent: int) -> list[int]:
     subreaper are listed too). Without that list, every process's parent is read.
     """
     try:
-        with open(f"/proc/{parent}/task/{parent}/children", encoding="ascii") as file:
+        with open(f"/proc/{parent}/task/{parent}/children", encoding="utf-8") as file:
             return [int(pid) for pid in file.read().split()]
     except FileNotFoundError:  # a kernel built without the list (CONFIG_PROC_CHILDREN), or no /proc
         if not os.path.isdir("/proc"):
