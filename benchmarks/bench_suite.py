@@ -217,11 +217,24 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=2,
                         help="passes over the suite for the per-task overhead")
+    parser.add_argument("--overhead-only", action="store_true",
+                        help="measure figure 2 alone (the harness / bare test command ratio)")
     args = parser.parse_args()
 
     tasks, errors = load_suite()
     assert not errors, errors
     why_not_isolated()  # probe bubblewrap before timing anything
+    if args.overhead_only:
+        for task in tasks:  # FAIL_TO_PASS / PASS_TO_PASS, computed once (or read from disk)
+            judge.test_ids(task)
+        bare, naive, harness = paired_medians(tasks, args.rounds)
+        print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; "
+              f"{len(tasks)} tasks x {args.rounds} rounds")
+        print(f"bare test command per task (median)  {bare * 1000:.0f} ms")
+        print(f"harness per task (median)            {harness * 1000:.0f} ms")
+        print(f"ratio harness / bare test command    {harness / bare:.3f}x")
+        print(f"naive harness per task (median)      {naive * 1000:.0f} ms")
+        return
     saved_cache = os.environ.get("XDG_CACHE_HOME")
     cold_agent, cold_judge = runs_per_task(tasks, cold=True)
     if saved_cache is None:

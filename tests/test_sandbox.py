@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from vibe_agent import sandbox
+from vibe_agent import sandbox, supervise
 from vibe_agent.coding import remove_tree
 from vibe_agent.sandbox import (
     DEFAULT_POLICY,
@@ -369,8 +369,8 @@ def test_tmp_is_capped(bwrap_only, workspace):
 AS_AN_ORDINARY_USER = """
 import importlib, json, sys
 from pathlib import Path
-sys.path.insert(0, str(Path(sys.argv[1]).parents[1]))  # the copy of the package
-sandbox = importlib.import_module("vibe_agent.sandbox")
+sys.path.insert(0, sys.argv[1])
+sandbox = importlib.import_module("copied.sandbox")
 results = {}
 for name, command in json.loads(sys.argv[3]).items():
     done = sandbox.run_in_sandbox(command, Path(sys.argv[2]), timeout=20)
@@ -389,25 +389,26 @@ def test_an_ordinary_user_gets_the_same_sandbox(bwrap_only):
         workspace.mkdir()
         os.chown(workspace, sandbox.SANDBOX_UID, sandbox.SANDBOX_GID)
         # The checkout may lie where nobody cannot read (root's home is mode 700, or a
-        # private mktemp -d): the other user gets a readable copy of the modules it runs
-        # (sandbox.py, and tree.py, the only module of ours it imports).
-        package = Path(folder, "vibe_agent")
-        package.mkdir(mode=0o755)
-        (package / "__init__.py").touch(mode=0o644)
-        for name in ("sandbox.py", "tree.py"):
-            shutil.copyfile(Path(sandbox.__file__).with_name(name), package / name)
-            (package / name).chmod(0o644)
-        module = package / "sandbox.py"
-        check_as_nobody(python, workspace, module)
+        # private mktemp -d): the other user gets a readable copy of the core's modules, as
+        # a package of its own (sandbox.py imports only the standard library and them).
+        package = Path(folder, "copied")
+        package.mkdir()
+        (package / "__init__.py").write_text("")  # not the package's: it imports them all
+        for module in Path(sandbox.__file__).parent.glob("*.py"):
+            if module.name != "__init__.py":
+                shutil.copyfile(module, package / module.name)
+        for copied in package.iterdir():
+            copied.chmod(0o644)
+        check_as_nobody(python, workspace, Path(folder))
 
 
-def check_as_nobody(python: Path, workspace: Path, module: Path) -> None:
+def check_as_nobody(python: Path, workspace: Path, importable: Path) -> None:
     probes = {"uid": "id -u", "hostname": "echo pwned > /proc/sys/kernel/hostname",
               "forks": FORKS.replace("python -c", "python3 -c"),
               "memory": "python3 -c 'bytearray(1 << 30)'", "file": "echo made > made.txt"}
     done = subprocess.run(["setpriv", f"--reuid={sandbox.SANDBOX_UID}",
                            f"--regid={sandbox.SANDBOX_GID}", "--clear-groups", str(python),
-                           "-I", "-c", AS_AN_ORDINARY_USER, str(module), str(workspace),
+                           "-I", "-c", AS_AN_ORDINARY_USER, str(importable), str(workspace),
                            json.dumps(probes)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     results = json.loads(done.stdout)
@@ -497,6 +498,66 @@ def test_a_daemon_is_killed_at_the_time_limit_too(isolated, workspace, marker):
     result = run(f"setsid sh -c 'sleep {marker} &'; sleep {marker}", workspace, timeout=1.0)
     assert result.timed_out
     assert gone(marker), f"left-over processes: {processes_with(marker)}"
+
+
+# --- what each command costs: as few program starts and files as the guards allow -------
+
+
+def test_a_sandboxed_command_starts_one_shell(bwrap_only, workspace):
+    # bwrap itself enters the workspace (as root it keeps the right to search a folder
+    # that nobody owns, until setpriv drops every capability): no `cd` shell around it
+    argv = sandbox.bwrap_argv("true", workspace)
+    assert argv.count("/bin/sh") == 1 and argv[-3:] == ["/bin/sh", "-c", "true"]
+    assert argv[argv.index("--chdir") + 1] == sandbox.WORKSPACE
+
+
+def test_a_sandboxed_command_makes_no_folder_on_the_host(bwrap_only, workspace, monkeypatch):
+    run("true", workspace)  # the probe and the sandbox's /etc are made once per process
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a host folder was made for one sandboxed command")
+
+    monkeypatch.setattr(sandbox.tempfile, "TemporaryDirectory", refuse)
+    assert run("echo $HOME", workspace).output == "/tmp\n"
+
+
+def test_the_supervisor_imports_no_ctypes():
+    python, *rest = supervise.supervised(["/bin/sh", "-c", "exit 3"])
+    done = subprocess.run([python, "-X", "importtime", *rest], capture_output=True, text=True,
+                          timeout=30)
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert done.returncode == 3 and "_signal" in imported
+    assert "ctypes" not in imported
+
+
+def test_the_supervisor_reads_its_children_from_the_kernels_list(monkeypatch):
+    child = subprocess.Popen(["sleep", "5"])
+    try:
+        def no_scan(path):
+            raise AssertionError(f"listed {path}: every process was read")
+
+        monkeypatch.setattr(supervise.os, "listdir", no_scan)
+        assert child.pid in supervise.children_of(os.getpid())
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_without_the_kernels_list_the_supervisor_reads_every_process(monkeypatch):
+    child = subprocess.Popen(["sleep", "5"])
+    real_open = open
+
+    def no_list(path, *args, **kwargs):
+        if str(path).endswith("/children"):
+            raise FileNotFoundError(path)
+        return real_open(path, *args, **kwargs)
+
+    try:
+        monkeypatch.setattr(supervise, "open", no_list, raising=False)
+        assert child.pid in supervise.children_of(os.getpid())
+    finally:
+        child.kill()
+        child.wait()
 
 
 # --- output the model reads: no terminal control, no raw bytes --------------------------

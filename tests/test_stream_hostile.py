@@ -296,6 +296,62 @@ def test_pieces_are_joined_once_not_one_by_one():
 
 
 # ---------------------------------------------------------------------------
+# The events themselves: parsed once, in time linear in their size
+# ---------------------------------------------------------------------------
+
+
+class Pieces(httpx2.SyncByteStream):
+    """A body served in pieces of `size` bytes."""
+
+    def __init__(self, body: bytes, size: int) -> None:
+        self.body, self.size = body, size
+
+    def __iter__(self):
+        for start in range(0, len(self.body), self.size):
+            yield self.body[start:start + self.size]
+
+
+def test_a_streamed_reply_is_read_without_the_sdks_chunk_objects(monkeypatch):
+    # the SDK would build a pydantic ChatCompletionChunk for every event: most of the cost
+    def refuse(self):
+        raise AssertionError("the SDK's Stream was iterated")
+
+    monkeypatch.setattr(openai.Stream, "__iter__", refuse)
+    ran: list[str] = []
+    provider = Provider(completion(calls=[tool_call('{"expression": "17*23"}')],
+                                   finish="tool_calls"), completion("391"))
+    result = run(provider.client(), ran, stream=True)
+    assert result.ok and result.answer == "391" and ran == ["17*23"]
+    assert [step.total_tokens for step in result.trace if step.kind == "model"] == [15, 15]
+
+
+def test_one_event_in_tiny_pieces_is_read_in_linear_time():
+    text = "字" * 700_000  # 2.1 MB of UTF-8, each character cut across two pieces
+    body = event_stream([delta({"content": text}), delta({}, "stop")])  # one event, 2.1 MB
+    started = time.perf_counter()
+    result = run(streaming(lambda: Pieces(body, 32)), stream=True)
+    assert result.ok and result.answer == text
+    assert time.perf_counter() - started < 4  # joined once: about 0.5 s; by += : minutes
+
+
+@pytest.mark.parametrize("body, says", [
+    (b'data: {"error": {"message": "overloaded, try later"}}\n\n', "overloaded, try later"),
+    (b'data: {"choices": [{"index": 0, "delta": {"content": "\xff"}}]}\n\n', "UTF-8"),
+    (b'data: {"choices": [\n\n', "JSON"),
+], ids=["error-event", "not-utf-8", "not-json"])
+def test_a_broken_event_is_a_provider_error(body, says):
+    result = run(streaming(lambda: sse(body)), stream=True)
+    assert result.stop_reason is StopReason.PROVIDER_ERROR and says in result.message
+
+
+def test_event_lines_may_end_in_crlf_and_carry_other_fields():
+    events = b"".join(b": a comment\r\nevent: message\r\nid: 1\r\ndata: " + json.dumps(c).encode()
+                      + b"\r\n\r\n" for c in chunks_of(completion("你好"), include_usage=True))
+    result = run(streaming(lambda: sse(events + b"data: [DONE]\r\n\r\n")), stream=True)
+    assert result.ok and result.answer == "你好"
+
+
+# ---------------------------------------------------------------------------
 # stream_options: the caller may leave it out
 # ---------------------------------------------------------------------------
 

@@ -28,6 +28,8 @@ the coding agent built on the same loop:
     read_tools.py      list_files, read_file, search_code                        (08)
     edit_tools.py      write_file, edit_file: approved, atomic, exact            (08)
     tree.py            walk or remove a folder tree by handles, never a link     (08)
+    policy.py          may an action happen at all: allow-list, ask a person,
+                       or a function                                             (08)
     sandbox.py         run a command in bubblewrap: another user, limits, no
                        secrets                                                   (08)
     supervise.py       without bubblewrap (chosen explicitly): kill every

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import httpx2
@@ -335,12 +335,55 @@ class _Bounded(httpx2.SyncByteStream):
 def bounded(chunks: Any, limits: ReplyLimits, started: float) -> Any:
     """The SDK's stream with its HTTP body read through `_Bounded`, before a byte is read,
     so the limits hold even inside one endless server-sent event (other iterables of
-    chunks are returned as they are: `assemble` checks them chunk by chunk)."""
+    chunks are returned as they are: `assemble` checks them chunk by chunk).
+
+    The SDK's own `Stream` is read as plain dicts (`events`): it would build a pydantic
+    object for every chunk, which cost as much again as the rest of a streamed reply.
+    """
     response = getattr(chunks, "response", None)  # the SDK's Stream keeps its response
     if isinstance(response, httpx2.Response) and isinstance(response.stream,
                                                             httpx2.SyncByteStream):
         response.stream = _Bounded(response.stream, limits, started)
+        if isinstance(chunks, openai.Stream):
+            return events(response)
     return chunks
+
+
+def events(response: httpx2.Response) -> Iterator[Any]:
+    """The chunks of a server-sent event stream, each event's JSON parsed once, as the
+    SDK's `Stream` reads them: up to `data: [DONE]`, and an event that carries an
+    `error` raises `openai.APIError`. Bytes that are not UTF-8 raise UnicodeDecodeError."""
+    data: list[str] = []  # the data lines of the event being read
+    try:
+        for line in _lines(response.iter_bytes()):
+            if line.startswith("data:"):
+                data.append(line[5:].removeprefix(" "))
+            elif not line and data:  # a blank line ends an event (other fields are skipped)
+                payload, data = "\n".join(data), []
+                if payload.startswith("[DONE]"):
+                    return
+                chunk = json.loads(payload)
+                if isinstance(chunk, dict) and chunk.get("error"):
+                    error = chunk["error"]
+                    message = error.get("message") if isinstance(error, dict) else None
+                    raise openai.APIError(message if isinstance(message, str) and message
+                                          else "An error occurred during streaming",
+                                          response.request, body=error)
+                yield chunk
+    finally:
+        response.close()
+
+
+def _lines(pieces: Iterable[bytes]) -> Iterator[str]:
+    """The lines of a byte stream (ended by \\n or \\r\\n), decoded as UTF-8. A line
+    that arrives in many pieces is joined once, so the time stays linear in its size."""
+    parts: list[bytes] = []  # the pieces of the line not yet ended
+    for piece in pieces:
+        *ends, rest = piece.split(b"\n")
+        for end in ends:
+            yield b"".join([*parts, end]).removesuffix(b"\r").decode()
+            parts = []
+        parts.append(rest)
 
 
 CUT_OFF_CALL = ("Error: your reply was cut off at max_tokens (finish_reason \"length\") "

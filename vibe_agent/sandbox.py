@@ -4,6 +4,7 @@ A coding agent runs commands a model wrote. Three separate guards stand between
 those commands and the machine:
 
     policy.refusal(action)      may this happen at all?      allow-list / ask / function
+                                                             (policy.py)
     run_in_sandbox(command)     where does it run?           bubblewrap: only the workspace
                                                              is writable, no network, no secrets,
                                                              an unprivileged user
@@ -17,6 +18,8 @@ at `/workspace`, the system and the Python installation read-only, a fresh small
 from scratch, so no API key from our process or from `.env` reaches it. It runs as
 uid 65534 ("nobody"); when we are root, that is a real change of user (root inside a
 sandbox can still write what root may write, e.g. /proc/sys/kernel/core_pattern).
+Four programs start per command: bwrap, `setpriv` (as root only: it changes user),
+`prlimit` (the limits, which every process of the command inherits) and the shell.
 
 Without a usable bubblewrap (macOS, or bwrap not installed) `run_in_sandbox` refuses
 with SandboxUnavailable, unless the person chose, once, to run commands unisolated:
@@ -25,9 +28,6 @@ limit, output cap and clean environment, memory and file-size limits, and a supe
 that kills whatever they leave behind — but NOT isolated: they can read and write
 anything you can. That is announced once per process, and `CommandResult.isolated`
 is False.
-
-An allow-list only decides which programs may start; it does not make `python` safe
-(`python evil.py` passes a `python` prefix). The sandbox is what limits the damage.
 """
 
 from __future__ import annotations
@@ -44,14 +44,24 @@ import stat
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
+from .policy import (  # noqa: F401  the policy's names, where lessons and tools import them
+    DEFAULT_COMMANDS,
+    DEFAULT_POLICY,
+    ONE_QUESTION,
+    SHELL_METACHARACTERS,
+    YES,
+    Action,
+    Policy,
+    Rule,
+    allow_list_refusal,
+)
+from .supervise import supervised
 from .tree import OPEN_FOLDER, raise_error, walk_tree
 
 SANDBOX_ENV = "VIBE_AGENT_SANDBOX"  # "none": the person chose to run commands unisolated
@@ -107,132 +117,6 @@ class CommandResult:
 
 
 # ---------------------------------------------------------------------------
-# The approval policy
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Action:
-    """Something the agent wants to do: run a command, write a file, call an MCP tool."""
-
-    kind: Literal["command", "write", "tool"]
-    detail: str  # the command line, the file's path inside the workspace, or the call
-    content: str | None = None  # a write: the file's whole new text (to show its diff)
-
-
-# A rule: "allow-all", "ask" (a person answers y/n), a list of allowed command prefixes,
-# or a function that returns True (allowed), False, or a refusal reason.
-Rule = Literal["allow-all", "ask"] | Sequence[str] | Callable[[Action], bool | str]
-
-SHELL_METACHARACTERS = (";", "&", "|", "`", "$", "<", ">", "\n", "\r")
-DEFAULT_COMMANDS = ("python", "python3", "pytest", "ls", "cat", "head", "tail", "grep", "wc",
-                    "echo", "true", "diff", "pwd")
-YES = ("y", "yes", "是", "好", "允许")
-# Approvals are decided one at a time: when several calls run at once (run_agent's
-# tool_workers > 1), a person never has two questions open, and answers the one shown.
-ONE_QUESTION = threading.RLock()
-
-
-@dataclass
-class Policy:
-    """Decides whether an action may happen.
-
-    With a list of command prefixes, commands must start with one of them (whole
-    words: "git status" allows `git status -s`, not `git push`), and writes inside the
-    workspace are allowed. "ask" asks a person for both.
-
-    Args:
-        rule: "allow-all", "ask", a list of allowed command prefixes, or a function
-            `(Action) -> bool | str` (a string is the reason for refusing).
-        ask: how "ask" reaches the person; None means the built-in `input()`, which
-            works in a terminal and in Jupyter.
-    """
-
-    rule: Rule
-    ask: Callable[[str], str] | None = None
-
-    def __post_init__(self) -> None:
-        if isinstance(self.rule, str) and self.rule not in ("allow-all", "ask"):
-            raise ValueError(f'rule must be "allow-all", "ask", a list of command prefixes '
-                             f'or a function, not {self.rule!r} (for one prefix: [{self.rule!r}])')
-
-    def refusal(self, action: Action) -> str | None:
-        """None when the action may happen, otherwise the reason it may not.
-
-        Args:
-            action: what the agent wants to do.
-        """
-        if callable(self.rule):
-            with ONE_QUESTION:  # a rule function may ask a person (the terminal's does)
-                return _verdict(self.rule(action))
-        if self.rule == "allow-all":
-            return None
-        if self.rule == "ask":
-            return self.ask_person(action)
-        if action.kind == "write":
-            return None
-        return allow_list_refusal(action.detail, self.rule)
-
-    def ask_person(self, action: Action, warning: str = "") -> str | None:
-        """Ask a person y/n about `action` (None: yes), with `warning` after what it is."""
-        what = {"command": "运行命令", "write": "写入文件", "tool": "调用 MCP 工具"}[action.kind]
-        ask = self.ask or input  # looked up now, so a patched input() is used
-        try:
-            with ONE_QUESTION:
-                answer = ask(f"智能体想{what}{warning}：{action.detail}\n允许吗？[y/N] ")
-        except (EOFError, OSError, NotImplementedError):  # no stdin, or a frontend without one
-            return ("a person has to confirm this, but nobody can answer (no standard "
-                    "input). Do not try it again; tell the user what you want to do and why.")
-        if answer.strip().lower() in YES:
-            return None
-        return "the user said no. Try another way, or ask the user how they want it done."
-
-
-def _verdict(decision: bool | str) -> str | None:
-    """A policy function's answer as a refusal reason (None = allowed)."""
-    if decision is True:
-        return None
-    if decision is False:
-        return ("the policy does not allow this. Try another way, or tell the user which "
-                "permission you need.")
-    if isinstance(decision, str):
-        return decision or "the policy does not allow this."
-    raise TypeError(f"a policy function must return True, False or a reason (str), "
-                    f"not {decision!r}")
-
-
-def allow_list_refusal(command: str, prefixes: Sequence[str]) -> str | None:
-    """None when `command` starts with one of `prefixes`, otherwise why it is refused.
-
-    Shell syntax is refused outright: `python; rm -rf .` starts with "python" too.
-
-    Args:
-        command: the command line the model wants to run.
-        prefixes: allowed command prefixes, e.g. ["python", "git status"].
-    """
-    found = [char for char in SHELL_METACHARACTERS if char in command]
-    if found:
-        shown = " ".join(repr(char) for char in found)
-        return (f"the command contains the shell symbol {shown}. With an allow list only one "
-                "simple command runs at a time: no ; & | ` $ < > or newlines. To combine steps, "
-                "write a Python script with write_file and run it with python.")
-    try:
-        words = shlex.split(command)
-    except ValueError as exc:
-        return f"cannot parse this command ({exc}). Check that quotes are paired and try again."
-    for prefix in prefixes:
-        prefix_words = shlex.split(prefix)
-        if prefix_words and words[: len(prefix_words)] == prefix_words:
-            return None
-    first = words[0] if words else "(an empty command)"
-    return (f"{first} is not on the allow list (allowed commands: {', '.join(prefixes)}). "
-            "Use only these, or tell the user what you need to run.")
-
-
-DEFAULT_POLICY = Policy(DEFAULT_COMMANDS)
-
-
-# ---------------------------------------------------------------------------
 # Where the command runs
 # ---------------------------------------------------------------------------
 
@@ -279,18 +163,17 @@ def bwrap_argv(command: str, workspace: Path) -> list[str]:
     if os.geteuid() == 0:
         # bwrap's --uid only renames root inside a user namespace: the kernel still sees
         # uid 0 (bubblewrap issue #181). So as root we make no user namespace, keep just
-        # the right to change user, and `setpriv` below becomes nobody for real.
-        argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-                 "--cap-add", "CAP_SETPCAP"]
+        # the rights to enter the workspace (nobody's, maybe mode 0700) and to change
+        # user, and `setpriv` below becomes nobody for real: that change of user from
+        # root clears every capability before the command starts.
+        argv += ["--cap-drop", "ALL", "--cap-add", "CAP_DAC_READ_SEARCH", "--cap-add",
+                 "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
         become = [shutil.which("setpriv") or "setpriv", f"--reuid={SANDBOX_UID}",
                   f"--regid={SANDBOX_GID}", "--clear-groups", "--inh-caps=-all",
                   "--bounding-set=-all", "--"]
-        # root without capabilities may not enter a folder that nobody owns (mode 0700):
-        # nobody itself changes into the workspace, then runs the command
-        enter = ["/bin/sh", "-c", f'cd {WORKSPACE} && exec "$@"', "sh"]
     else:  # a user namespace that maps our own uid to 65534 inside
         argv += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
-        become, enter = [], []
+        become = []
     for name, value in clean_env(home="/tmp").items():
         argv += ["--setenv", name, value]
     argv += ["--ro-bind", "/usr", "/usr"]
@@ -314,9 +197,9 @@ def bwrap_argv(command: str, workspace: Path) -> list[str]:
         if not Path(prefix).is_relative_to("/usr"):
             # --dir first: the folders bwrap makes above the bind (e.g. /root) stay readable
             argv += ["--perms", "0755", "--dir", prefix, "--ro-bind", prefix, prefix]
-    argv += ["--bind", str(workspace), WORKSPACE, "--chdir", "/" if enter else WORKSPACE]
+    argv += ["--bind", str(workspace), WORKSPACE, "--chdir", WORKSPACE]
     limits = [shutil.which("prlimit") or "prlimit", *_limit_flags(), "--"]
-    return [*argv, *become, *limits, *enter, "/bin/sh", "-c", command]
+    return [*argv, *become, *limits, "/bin/sh", "-c", command]
 
 
 @functools.cache
@@ -442,22 +325,6 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
             os.chown(name, uid, gid, dir_fd=folder, follow_symlinks=False)
     finally:
         os.close(top)
-
-
-# ---------------------------------------------------------------------------
-# Without bubblewrap: a supervisor process (supervise.py) kills what the command leaves
-# ---------------------------------------------------------------------------
-
-
-def _supervisor_argv(command: str) -> list[str]:
-    """The command line that runs `command` unisolated, under vibe_agent/supervise.py.
-
-    Args:
-        command: a shell command line.
-    """
-    script = Path(__file__).with_name("supervise.py")
-    return [sys.executable, "-I", "-S", str(script), str(MAX_MEMORY), str(MAX_FILE_SIZE),
-            "/bin/sh", "-c", command]
 
 
 # ---------------------------------------------------------------------------
@@ -595,13 +462,14 @@ def run_in_sandbox(command: str, workspace: Path, *, timeout: float,
         _warn_not_isolated(f"{SANDBOX_ENV}=none")
     capture = _Capture(max_output)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="vibe-home-") as home, \
-            (_handed_over(workspace) if isolated else contextlib.nullcontext()):
-        if isolated:
+    with contextlib.ExitStack() as cleanup:
+        if isolated:  # HOME is the sandbox's own fresh /tmp: no folder to make on the host
+            cleanup.enter_context(_handed_over(workspace))
             argv, cwd, env = bwrap_argv(command, workspace), None, clean_env("/tmp")
         else:  # no isolation, but a fresh empty HOME and TMPDIR, and a supervisor
-            argv, cwd = _supervisor_argv(command), workspace
-            env = clean_env(home) | {"TMPDIR": home}
+            home = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="vibe-home-"))
+            argv = supervised(["/bin/sh", "-c", command], MAX_MEMORY, MAX_FILE_SIZE)
+            cwd, env = workspace, clean_env(home) | {"TMPDIR": home}
         # 1. start it as the leader of a new process group, so one kill reaches everyone
         with subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
