@@ -21,8 +21,9 @@ goes on) is a `Layer`: an object with a few named events, each a no-op by defaul
 
 With several layers, `start`, `request` and `tool_result` are passed through each in
 turn; the first layer with an answer decides `model_failed`, `on_stop`, `batches` and
-`run_tools`; the others are told every layer. A layer that raises is a harness bug:
-the loop records it in the trace and lets it raise.
+`run_tools`; the others are told every layer. A None in the list is a layer
+switched off (`layers=[compaction]` with `compaction = None`). A layer that raises
+is a harness bug: the loop records it in the trace and lets it raise.
 
 The layers of the course: `Compaction` (compact.py, lesson 11), `FinishCheck`
 (plan.py, 12), `ToolWorkers` (workers.py, 13), `Streaming` (stream.py, 15) and
@@ -83,13 +84,14 @@ class Layers:
     """The layers of one run, fired together: what the loop talks to. It also keeps the
     run's record: every step goes to the trace, then to each layer, then to `on_step`."""
 
-    def __init__(self, layers: Sequence[Layer], trace: list[TraceStep] | None = None,
+    def __init__(self, layers: Sequence[Layer | None], trace: list[TraceStep] | None = None,
                  on_step: Record | None = None, max_refusals: int = 3) -> None:
         for layer in layers:
-            if not isinstance(layer, Layer):
+            if not isinstance(layer, Layer | None):
                 raise TypeError(f"layers takes Layer objects (e.g. Compaction(...)), "
                                 f"not {layer!r}")
-        self.layers, self.trace, self.on_step = list(layers), trace, on_step
+        self.layers = [layer for layer in layers if layer is not None]  # None: switched off
+        self.trace, self.on_step = trace, on_step
         self.max_refusals, self.refusals = max_refusals, 0
 
     def record(self, step: TraceStep) -> None:

@@ -71,7 +71,7 @@ from .brakes import (
     spinning,
     too_many_calls,
 )
-from .layers import Layer, Layers
+from .layers import Layer, Layers, Record
 from .registry import ToolRegistry
 from .reply import (
     CUT_OFF_CALL,
@@ -142,8 +142,8 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
               max_tool_errors: int = 3, max_result_chars: int = MAX_RESULT_CHARS,
               max_refusals: int = 3, max_calls_per_reply: int = MAX_CALLS_PER_REPLY,
               system_prompt: str = DEFAULT_SYSTEM_PROMPT, temperature: float | None = 0,
-              trace: Trace | None = None, on_step: Callable[[TraceStep], None] | None = None,
-              prepare: Callable[[Messages], Messages] | None = None, layers: Sequence[Layer] = (),
+              trace: Trace | None = None, layers: Sequence[Layer | None] = (),
+              prepare: Callable[[Messages], Messages] | None = None, on_step: Record | None = None,
               reply_limits: ReplyLimits = DEFAULT_LIMITS, **request_options: Any) -> AgentResult:
     """Run the agent loop on one question (the sketch at the top of the file).
 
@@ -166,7 +166,8 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
             2,000,000 characters). A reply past them ends the run as REPLY_TOO_LONG.
         layers: the mechanisms around the loop, fired in this order at each event
             (`vibe_agent.layers`): `Compaction`, `FinishCheck`, `Streaming`,
-            `ToolWorkers`, `Conversation`, or yours. None: lesson 04's loop.
+            `ToolWorkers`, `Conversation`, or yours (None in the list: switched off).
+            None: lesson 04's loop.
         request_options: more fields for `chat.completions.create` (e.g. max_tokens).
             A reply that max_tokens cuts off (finish_reason "length") is unfinished: a
             call cut in half is not run but answered with a note (the run goes on), an

@@ -13,7 +13,7 @@ Every part comes from a lesson; this file only wires them to a prompt:
                         │   every write and command through the approval rule below
                         └─> delegate: a read-only sub-agent (13); tools of MCP servers (14)
 
-One line is one request; the conversation goes on (`run_agent(messages=...)`), so
+One line is one request; the conversation goes on (`run_agent(layers=[Conversation(...)])`), so
 the model sees what it did before. Before each turn the workspace is checkpointed
 (`vibe_agent.undo`: /undo puts it back byte for byte, or refuses); after a turn that
 changed files the tests give a verdict (the held-out judge of 09–10 on a course task,
@@ -56,11 +56,13 @@ from rich.text import Text
 
 from .coding import TOOL_NAMES, Workspace, snapshot, workspace_diff
 from .compact import Compaction, Summarizer, compact, scripted_summarizer
+from .layers import Conversation
 from .loop import StopReason, run_agent
 from .memory import MemoryFile, coding_system_prompt, load_project_memory, session_banner
 from .plan import TodoList, render_todos
 from .registry import ToolRegistry
 from .sandbox import YES, Action, Policy, why_not_isolated
+from .stream import Streaming
 from .subagents import delegate_registry
 from .trace import Trace, TraceStep, shorten
 from .undo import Checkpoint, UndoError, remove_store, session_store
@@ -298,9 +300,9 @@ class Session:
         try:
             result = run_agent(self.client, line, self.registry, model=self.model,
                                max_iters=self.max_iters, system_prompt=self.system_prompt or "",
-                               trace=self.trace, on_step=self.show_step, stream=self.stream,
-                               on_text=on_text, messages=self.messages,
-                               compaction=self.compaction)
+                               trace=self.trace, on_step=self.show_step, layers=[
+                                   Conversation(self.messages), self.compaction,
+                                   Streaming(on_text) if self.stream else None])
         except KeyboardInterrupt:
             self.console.print()
             self.mid_line = False
