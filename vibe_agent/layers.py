@@ -10,7 +10,7 @@ goes on) is a `Layer`: an object with a few named events, each a no-op by defaul
     request(fields) -> fields            once: what every request carries
     for each round:
         before_model(messages, round, record)                  before the model call
-        on_text(piece)                   while a streamed reply arrives
+        text_piece(piece)                while a streamed reply arrives
         model_failed(stop, messages, round, record) -> bool    the call failed: True
                                          retries the round once
         recorded(step)                   every step, as the trace gets it
@@ -23,7 +23,8 @@ With several layers, `start`, `request` and `tool_result` are passed through eac
 turn; the first layer with an answer decides `model_failed`, `on_stop`, `batches` and
 `run_tools`; the others are told every layer. A None in the list is a layer
 switched off (`layers=[compaction]` with `compaction = None`). A layer that raises
-is a harness bug: the loop records it in the trace and lets it raise.
+is a harness bug: the loop records it in the trace and lets it raise (`start` fires
+before the run begins, so there nothing is recorded yet).
 
 The layers of the course: `Compaction` (compact.py, lesson 11), `FinishCheck`
 (plan.py, 12), `ToolWorkers` (workers.py, 13), `Streaming` (stream.py, 15) and
@@ -57,7 +58,7 @@ class Layer:
     def before_model(self, messages: list[Message], round_no: int, record: Record) -> None:
         pass
 
-    def on_text(self, piece: str) -> None:
+    def text_piece(self, piece: str) -> None:
         pass
 
     def model_failed(self, failed: Stop, messages: list[Message], round_no: int,
@@ -115,9 +116,9 @@ class Layers:
         for layer in self.layers:
             layer.before_model(messages, round_no, record)
 
-    def on_text(self, piece: str) -> None:
+    def text_piece(self, piece: str) -> None:
         for layer in self.layers:
-            layer.on_text(piece)
+            layer.text_piece(piece)
 
     def model_failed(self, failed: Stop, messages: list[Message], round_no: int,
                      record: Record) -> bool:

@@ -38,7 +38,7 @@ one. Where they act:
                               lesson 15) and what every request carries (Streaming, 15)
     before_model              step 1, before the call (Compaction, 11: past a budget,
                               the middle of the history becomes a summary)
-    on_text                   step 1, while a streamed reply arrives (Streaming, 15)
+    text_piece                step 1, while a streamed reply arrives (Streaming, 15)
     model_failed              step 1, the call failed: True retries the round once
                               (Compaction, 11: the provider said the context is too long)
     recorded                  every trace step (Compaction, 11: reads the prompt tokens)
@@ -182,7 +182,7 @@ def run_agent(client: openai.OpenAI, question: str, registry: ToolRegistry, *, m
     round_no, messages = 0, hooks.start([{"role": "system", "content": system_prompt}])
 
     def ask() -> tuple[ChatCompletionMessage, TraceStep]:
-        return ask_model(client, round_no, hooks.record, hooks.on_text, reply_limits,
+        return ask_model(client, round_no, hooks.record, hooks.text_piece, reply_limits,
                          messages=prepare(messages) if prepare else messages, **request)
 
     def finish(reason: StopReason, message: str, answer: str | None = None) -> AgentResult:

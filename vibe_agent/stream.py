@@ -316,7 +316,7 @@ def completion(assembled: Assembled) -> ChatCompletion:
 class Streaming(Layer):
     """Ask for streamed replies (event `request`), with the usage at the end; the run's
     result is the same. `on_text` is called with each piece of the model's text as it
-    arrives (event `on_text`). A caller's `stream_options=None` (a request option of
+    arrives (event `text_piece`). A caller's `stream_options=None` (a request option of
     `run_agent`) leaves that field out, for a server that rejects it (then no usage)."""
 
     def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
@@ -328,6 +328,6 @@ class Streaming(Layer):
             del fields["stream_options"]
         return fields
 
-    def on_text(self, piece: str) -> None:
+    def text_piece(self, piece: str) -> None:
         if self.text:
             self.text(piece)
