@@ -22,12 +22,14 @@ the coding agent built on the same loop:
     sandbox.py    run a command in bubblewrap: another user, limits, no secrets (08)
     supervise.py  without bubblewrap (chosen explicitly): kill every descendant  (08)
 
-and the chapters the loop leaves out, each switched on by a parameter or a tool:
+and the chapters the loop leaves out, each switched on as a layer or a tool:
 
+    layers.py     the loop's one extension point: a Layer's named events     (11-15)
     compact.py    replace the middle of a long history by a summary             (11)
     plan.py       a todo list the model keeps; a finish check for run_agent      (12)
     memory.py     AGENTS.md and notes kept across sessions                       (12)
     subagents.py  delegate: the same loop with a fresh history, fewer tools      (13)
+    workers.py    the calls of one reply, run at the same time (ToolWorkers)     (13)
     mcp_tools.py  tools from MCP servers, through the same registry              (14)
     stream.py     a streamed reply joined back into one message                  (15)
     terminal.py   the terminal coding agent: every part above at one prompt      (15)
