@@ -6,9 +6,9 @@
                                                         reply ends the run (reply.py)
         append the assistant message, tool_calls verbatim
         if reply has no tool_calls:
-            if a layer refuses it (on_stop):         <- e.g. lesson 12's finish check: its
-                append it as a user message             message goes back, bounded by
-                next round                              max_refusals
+            if a finish check refuses it:            <- optional (lesson 12): its message
+                append it as a user message             goes back, bounded by max_refusals
+                next round
             return its content                       <- the ONLY normal exit
         for each tool_call:
             if a brake tripped earlier in this reply:
