@@ -341,7 +341,7 @@ def test_the_right_delegate_passes(capsys):
 
 @pytest.mark.parametrize(("fn", "hint"), [
     pytest.param(whole_transcript, "整段对话留在它自己那里", id="returns-the-whole-transcript"),
-    pytest.param(shared_history, "不传 messages=", id="children-share-one-history"),
+    pytest.param(shared_history, "不传 Conversation 层", id="children-share-one-history"),
     pytest.param(parents_messages, "看不到父 agent 的对话", id="child-gets-the-parents-messages"),
     pytest.param(offers_delegate, "把 delegate 从子 agent 的工具里去掉",
                  id="child-offered-delegate"),
