@@ -40,7 +40,7 @@ from vibe_agent.course.planning import (
 from vibe_agent.course.tasks import BugFixTask, load_suite
 from vibe_agent.loop import run_agent
 from vibe_agent.memory import MemoryFile, coding_system_prompt
-from vibe_agent.plan import TodoList, tests_gate
+from vibe_agent.plan import FinishCheck, TodoList, tests_gate
 from vibe_agent.registry import ToolRegistry
 
 NOTE = "运行测试：python -m pytest -q（在项目根目录）"
@@ -50,10 +50,10 @@ def run(model, task: BugFixTask, registry=None, workspace: Path | None = None, *
         gate: bool = False, system_prompt: str = CODING_SYSTEM_PROMPT):
     """One run on a fresh copy: (model calls, passed by the pristine tests, the result)."""
     workspace = workspace or fresh_copy(task)
-    check = (lambda answer: tests_gate(workspace, task.test_command)) if gate else None
+    check = FinishCheck(lambda answer: tests_gate(workspace, task.test_command)) if gate else None
     result = run_agent(model.client(), task.prompt, registry or coding_registry(workspace),
                        model=model.name, system_prompt=system_prompt, max_iters=15,
-                       finish_check=check)
+                       layers=[check])
     return result.model_calls, pristine_verdict(task, workspace), result
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from vibe_agent import ToolRegistry, run_agent
 from vibe_agent.course.scripted import Reply, ScriptedModel, answer, call, calls
+from vibe_agent.stream import Streaming
 
 REPS = 200
 WARM_UP = 20
@@ -53,7 +54,7 @@ def timed_run(stream: bool) -> float:
     registry.register(ping)
     client = ScriptedModel(script, name="bench").client()
     started = time.perf_counter()
-    run_agent(client, "问题", registry, model=MODEL, stream=stream)
+    run_agent(client, "问题", registry, model=MODEL, layers=[Streaming() if stream else None])
     return time.perf_counter() - started
 
 

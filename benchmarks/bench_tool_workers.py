@@ -18,6 +18,7 @@ import time
 
 from vibe_agent import ToolRegistry, run_agent
 from vibe_agent.course.scripted import ScriptedModel, answer, call, calls
+from vibe_agent.workers import ToolWorkers
 
 SLOW_REPS = 15
 FAST_REPS = 200
@@ -43,7 +44,7 @@ def timed(wait_s: float, workers: int) -> float:
     script = [calls(*(call("lookup", {"key": f"k{i}"}) for i in range(4))), answer("done")]
     client = ScriptedModel(script, name="bench").client()
     started = time.perf_counter()
-    run_agent(client, "q", registry(wait_s), model="m", tool_workers=workers)
+    run_agent(client, "q", registry(wait_s), model="m", layers=[ToolWorkers(workers)])
     return time.perf_counter() - started
 
 

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 import pytest
 
 from vibe_agent.course.checks.lesson_13 import check_delegate, check_run_calls_concurrently
+from vibe_agent.layers import Conversation
 from vibe_agent.loop import run_agent
 from vibe_agent.registry import ToolRegistry
 
@@ -184,7 +185,8 @@ def shared_history(client, model, tools):
         Args:
             task: what to do.
         """
-        result = run_agent(client, task, without_delegate(tools), model=model, messages=history)
+        result = run_agent(client, task, without_delegate(tools), model=model,
+                           layers=[Conversation(history)])
         return result.answer if result.ok else f"Error: ({result.stop_reason.value})"
 
     return delegate
@@ -202,7 +204,8 @@ def parents_messages(client, model, tools):
             task: what to do.
         """
         messages = [dict(m) for m in PARENT_MESSAGES]  # the notebook's parent history
-        result = run_agent(client, task, without_delegate(tools), model=model, messages=messages)
+        result = run_agent(client, task, without_delegate(tools), model=model,
+                           layers=[Conversation(messages)])
         return result.answer if result.ok else f"Error: ({result.stop_reason.value})"
 
     return delegate
@@ -338,7 +341,7 @@ def test_the_right_delegate_passes(capsys):
 
 @pytest.mark.parametrize(("fn", "hint"), [
     pytest.param(whole_transcript, "整段对话留在它自己那里", id="returns-the-whole-transcript"),
-    pytest.param(shared_history, "不传 messages=", id="children-share-one-history"),
+    pytest.param(shared_history, "不传 Conversation 层", id="children-share-one-history"),
     pytest.param(parents_messages, "看不到父 agent 的对话", id="child-gets-the-parents-messages"),
     pytest.param(offers_delegate, "把 delegate 从子 agent 的工具里去掉",
                  id="child-offered-delegate"),

@@ -270,7 +270,7 @@ def test_compaction_on_overflow_retries_the_round_and_finishes(tmp_path):
     compaction = Compaction(scripted_summarizer, keep_last_rounds=1,
                             archive=tmp_path / "archive.jsonl")
     result = run_agent(model.client(), "read", registry, model="m", max_iters=12,
-                       compaction=compaction)
+                       layers=[compaction])
     assert result.stop_reason is StopReason.ANSWERED
     steps = [s for s in result.trace if s.kind == "compact"]
     assert steps and all(s.trigger == "context_too_long" for s in steps)
@@ -288,7 +288,7 @@ def test_the_retry_happens_once_then_the_run_stops():
     model = ScriptedModel(responder_from(script), context_window=800)
     compaction = Compaction(lambda messages: "far too long " * 500, keep_last_rounds=1)
     result = run_agent(model.client(), "read", registry, model="m", max_iters=12,
-                       compaction=compaction)
+                       layers=[compaction])
     assert result.stop_reason is StopReason.CONTEXT_TOO_LONG
     last_round = [s for s in result.trace if s.round == result.trace[-1].round]
     assert [s.kind for s in last_round] == ["model", "compact", "model", "stop"]
@@ -301,7 +301,7 @@ def test_a_failing_summary_request_ends_the_run_with_a_provider_error():
         "message": "boom", "type": "server_error", "param": None, "code": None}})]).client(),
         model="m")
     result = run_agent(model.client(), "read", registry, model="m", max_iters=12,
-                       compaction=Compaction(broken, keep_last_rounds=1))
+                       layers=[Compaction(broken, keep_last_rounds=1)])
     assert result.stop_reason is StopReason.PROVIDER_ERROR
     assert result.message.startswith("压缩历史时摘要请求失败")
 
@@ -311,7 +311,7 @@ def test_a_budget_compacts_before_the_window_is_reached():
     model = ScriptedModel(responder_from(script), context_window=2000)
     compaction = Compaction(scripted_summarizer, budget=700, keep_last_rounds=1)
     result = run_agent(model.client(), "read", registry, model="m", max_iters=12,
-                       compaction=compaction)
+                       layers=[compaction])
     assert result.stop_reason is StopReason.ANSWERED
     assert compaction.events and all(e.reason == "budget" for e in compaction.events)
     assert not any(s.kind == "model" and s.decision == "error" for s in result.trace)
@@ -329,8 +329,8 @@ def test_the_archive_holds_every_message(tmp_path):
     archive = tmp_path / "a.jsonl"
     compacted = run_agent(ScriptedModel(responder_from(script), context_window=800).client(),
                           "read", registry, model="m", max_iters=12,
-                          compaction=Compaction(scripted_summarizer, keep_last_rounds=1,
-                                                archive=archive))
+                          layers=[Compaction(scripted_summarizer, keep_last_rounds=1,
+                                                archive=archive)])
     kept = {json.dumps(m, sort_keys=True, ensure_ascii=False)
             for history in [*archived_messages(archive), compacted.messages] for m in history}
     assert len(archived_messages(archive)) == sum(s.kind == "compact" for s in compacted.trace)
@@ -345,7 +345,7 @@ def test_a_long_result_is_offloaded_and_readable(tmp_path):
     compaction = Compaction(scripted_summarizer, workspace=tmp_path, offload_over=2000,
                             head_chars=300)
     result = run_agent(ScriptedModel(script).client(), "q", registry, model="m",
-                       compaction=compaction)
+                       layers=[compaction])
     kept = result.messages[3]["content"]
     path = re.search(rf"{OFFLOAD_DIR}/\S+\.txt", kept).group(0)
     assert len(kept) < 800 and kept.startswith(result.trace[1].result[:300])
@@ -502,7 +502,7 @@ def test_the_long_task_under_a_small_window(tmp_path, options, reason, offloads)
         scripted_summarizer, workspace=workspace if offloads else None, **options)
     model = known_fix_model(LONG_TASK, context_window=4000)
     result = run_agent(model.client(), LONG_TASK.prompt, coding_registry(workspace),
-                       model="m", max_iters=20, compaction=compaction)
+                       model="m", max_iters=20, layers=[compaction])
     assert result.stop_reason is reason
     verdict = judge(LONG_TASK, workspace)  # held out: FAIL_TO_PASS and PASS_TO_PASS
     assert verdict.resolved is (compaction is not None)

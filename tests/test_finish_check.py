@@ -11,6 +11,7 @@ from vibe_agent import plan
 from vibe_agent.coding import coding_registry
 from vibe_agent.course.scripted import ScriptedModel, answer, call, calls
 from vibe_agent.loop import StopReason, run_agent
+from vibe_agent.plan import FinishCheck
 from vibe_agent.registry import ToolRegistry
 from vibe_agent.sandbox import run_in_sandbox
 
@@ -46,7 +47,7 @@ def test_without_a_check_the_first_answer_ends_the_run():
 def test_a_refusal_goes_back_as_the_next_user_turn_and_the_run_goes_on():
     model, check = says_done(), refuse(2)
     result = run_agent(model.client(), "fix it", ToolRegistry(), model=MODEL,
-                       finish_check=check)
+                       layers=[FinishCheck(check)])
     assert result.stop_reason is StopReason.ANSWERED and result.answer == "已修复。"
     assert result.model_calls == 3 and check.seen == ["已修复。"] * 3
     assert [s.kind for s in result.trace] == ["model", "check", "model", "check", "model",
@@ -66,7 +67,7 @@ def test_a_refusal_goes_back_as_the_next_user_turn_and_the_run_goes_on():
 def test_a_model_that_never_fixes_is_stopped_by_the_refusal_limit(max_refusals, model_calls):
     check = refuse(1000)
     result = run_agent(says_done().client(), "fix it", ToolRegistry(), model=MODEL,
-                       max_iters=10, finish_check=check, max_refusals=max_refusals)
+                       max_iters=10, layers=[FinishCheck(check)], max_refusals=max_refusals)
     assert result.stop_reason is StopReason.FINISH_REFUSED and not result.ok
     assert result.answer is None
     assert result.model_calls == model_calls
@@ -78,7 +79,7 @@ def test_a_model_that_never_fixes_is_stopped_by_the_refusal_limit(max_refusals, 
 
 def test_max_iters_still_bounds_a_run_the_check_keeps_refusing():
     result = run_agent(says_done().client(), "fix it", ToolRegistry(), model=MODEL,
-                       max_iters=4, finish_check=refuse(1000), max_refusals=100)
+                       max_iters=4, layers=[FinishCheck(refuse(1000))], max_refusals=100)
     assert result.stop_reason is StopReason.MAX_ITERS
     assert result.model_calls == 4
     assert "完成检查仍未通过" in result.message
@@ -98,7 +99,7 @@ def test_the_check_is_not_run_while_the_model_calls_tools():
 
     check = refuse(0)
     model = ScriptedModel([calls(call("lookup", {"key": "a"})), answer("done")])
-    result = run_agent(model.client(), "q", registry, model=MODEL, finish_check=check)
+    result = run_agent(model.client(), "q", registry, model=MODEL, layers=[FinishCheck(check)])
     assert result.ok and check.seen == ["done"]
 
 
@@ -112,7 +113,7 @@ def test_the_check_is_not_run_while_the_model_calls_tools():
 def test_a_check_returning_something_else_is_a_harness_bug(verdict):
     with pytest.raises(TypeError, match="finish check returns None"):
         run_agent(says_done().client(), "q", ToolRegistry(), model=MODEL,
-                  finish_check=lambda _answer: verdict)
+                  layers=[FinishCheck(lambda _answer: verdict)])
 
 
 def test_a_check_that_raises_raises_and_the_trace_says_so():
@@ -124,7 +125,7 @@ def test_a_check_that_raises_raises_and_the_trace_says_so():
     trace = Trace()
     with pytest.raises(RuntimeError, match="the gate broke"):
         run_agent(says_done().client(), "q", ToolRegistry(), model=MODEL, trace=trace,
-                  finish_check=broken)
+                  layers=[FinishCheck(broken)])
     assert trace[-1].stop_reason is None and trace[-1].error_type == "RuntimeError"
 
 
@@ -193,7 +194,7 @@ def test_the_gate_turns_an_early_claim_into_a_finished_fix(tmp_path):
     root = project(tmp_path)
     model = claims_then_fixes()
     result = run_agent(model.client(), "add 算错了", coding_registry(root), model=MODEL,
-                       max_iters=8, finish_check=lambda _answer: plan.tests_gate(root))
+                       max_iters=8, layers=[FinishCheck(lambda _answer: plan.tests_gate(root))])
     model.assert_consumed()
     assert result.stop_reason is StopReason.ANSWERED
     assert [s.kind for s in result.trace].count("check") == 1
@@ -212,7 +213,7 @@ def test_without_the_gate_the_early_claim_ends_the_run_with_failing_tests(tmp_pa
 def test_the_gate_holds_against_a_model_that_never_fixes(tmp_path):
     root = project(tmp_path)
     result = run_agent(says_done().client(), "add 算错了", coding_registry(root), model=MODEL,
-                       max_iters=10, finish_check=lambda _answer: plan.tests_gate(root),
+                       max_iters=10, layers=[FinishCheck(lambda _answer: plan.tests_gate(root))],
                        max_refusals=2)
     assert result.stop_reason is StopReason.FINISH_REFUSED
     assert result.model_calls == 3

@@ -16,6 +16,7 @@ from vibe_agent.course.known_fix import (
     search_name,
 )
 from vibe_agent.course.tasks import apply_fix, copy_repo, fix_edits, load_suite
+from vibe_agent.layers import Conversation
 from vibe_agent.loop import StopReason, run_agent
 from vibe_agent.sandbox import run_in_sandbox
 from vibe_agent.tools import demo_registry
@@ -153,7 +154,8 @@ def conversation(workspace: Path, lines: list[str]):
     model = known_fix_model(TASKS)
     messages: list[dict] = []
     results = [run_agent(model.client(), line, coding_registry(workspace, policy="allow-all"),
-                         model=KNOWN_FIX_MODEL_NAME, max_iters=12, messages=messages)
+                         model=KNOWN_FIX_MODEL_NAME, max_iters=12,
+                         layers=[Conversation(messages)])
                for line in lines]
     return results, messages
 

@@ -22,6 +22,7 @@ from vibe_agent.course.scripted import (
 from vibe_agent.loop import StopReason, run_agent
 from vibe_agent.registry import ToolRegistry
 from vibe_agent.trace import ANSWERED_BY, CUT_OFF, Trace
+from vibe_agent.workers import ToolWorkers
 
 MODEL = "test-model"
 
@@ -502,7 +503,7 @@ def test_a_reply_asking_for_1000_calls_runs_only_the_first_ones(workers):
     thousand = calls(*(call("work", {"n": i}) for i in range(1000)))
     model = ScriptedModel([thousand, answer("never asked")])
     result = run_agent(model.client(), "work", counting_registry(ran), model=MODEL,
-                       tool_workers=workers)
+                       layers=[ToolWorkers(workers)])
     limit = MAX_CALLS_PER_REPLY
     assert result.stop_reason is StopReason.TOO_MANY_CALLS and len(model.requests) == 1
     assert sorted(ran) == sorted(f"work {i}" for i in range(limit))

@@ -1,4 +1,4 @@
-"""run_agent(stream=True): the same run as without streaming, text passed on as it arrives,
+"""run_agent(layers=[Streaming()]): the same run as without streaming, text passed on as it arrives,
 and a broken stream is a provider error (never an exception out of the loop)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from test_loop import MODEL, make_registry
 
 from vibe_agent.course.scripted import ScriptedModel, answer, call, calls, usage_of
 from vibe_agent.loop import StopReason, run_agent
+from vibe_agent.stream import Streaming
 
 SCRIPTS = {
     "answer-only": [answer("17 × 23 = 391。", usage_of(30, 8))],
@@ -30,7 +31,8 @@ SCRIPTS = {
 
 def run(script, *, stream: bool, interleave: bool = False, **options):
     model = ScriptedModel(script, name="stream-test", interleave_calls=interleave)
-    result = run_agent(model.client(), "问题", make_registry(), model=MODEL, stream=stream,
+    layers = [Streaming(options.pop("on_text", None))] if stream else []
+    result = run_agent(model.client(), "问题", make_registry(), model=MODEL, layers=layers,
                        **options)
     model.assert_consumed()
     return result, model
@@ -91,6 +93,6 @@ class BreaksOff(httpx2.SyncByteStream):
 ])
 def test_a_broken_stream_is_a_provider_error(response, says):
     client = client_answering(lambda request: response())
-    result = run_agent(client, "问题", make_registry(), model=MODEL, stream=True)
+    result = run_agent(client, "问题", make_registry(), model=MODEL, layers=[Streaming()])
     assert result.stop_reason is StopReason.PROVIDER_ERROR
     assert says in result.message

@@ -40,6 +40,7 @@ from vibe_agent.mcp_tools import (
 from vibe_agent.registry import Tool, ToolDefinitionError, ToolRegistry, ToolTimeout
 from vibe_agent.sandbox import Policy
 from vibe_agent.tools import demo_registry
+from vibe_agent.workers import ToolWorkers
 
 SERVER = Path(__file__).parent / "fixtures" / "mcp_test_server.py"
 TEST_SERVER = [sys.executable, str(SERVER)]
@@ -485,7 +486,7 @@ def test_the_question_shows_hidden_characters_escaped(monkeypatch):
 
 
 def test_parallel_calls_are_asked_one_at_a_time():
-    """tool_workers=4 runs four calls at once; their four questions come one by one."""
+    """ToolWorkers(4) runs four calls at once; their four questions come one by one."""
     from vibe_agent.course.scripted import ScriptedModel, answer, call, calls
     from vibe_agent.loop import run_agent
 
@@ -507,7 +508,7 @@ def test_parallel_calls_are_asked_one_at_a_time():
     with mcp_registry(TEST_SERVER, name="t", policy=Policy("ask", ask=slow_person),
                       tools={"add_note"}) as tools:
         result = run_agent(model.client(), "add four notes", tools, model="scripted",
-                           tool_workers=4)
+                           layers=[ToolWorkers(4)])
     outputs = [step.result for step in result.trace if step.kind == "tool"]
     assert outputs == [f"added '{i}'" for i in range(4)]
     assert state["asked"] == 4 and state["most"] == 1

@@ -19,7 +19,7 @@ from vibe_agent.course.planning import (
 from vibe_agent.course.tasks import apply_fix
 from vibe_agent.loop import StopReason, run_agent
 from vibe_agent.memory import MemoryFile, coding_system_prompt
-from vibe_agent.plan import TodoList, tests_gate
+from vibe_agent.plan import FinishCheck, TodoList, tests_gate
 from vibe_agent.sandbox import run_in_sandbox
 
 NAMES = sorted(path.name for path in EXTRA_TASKS.iterdir() if path.is_dir())
@@ -102,7 +102,8 @@ def test_the_early_claimer_without_and_with_the_gate():
     result = run(claims_early(task), task, alone)
     assert result.ok and result.model_calls == 1 and not pristine_verdict(task, alone)
     gated = fresh_copy(task)
-    result = run(claims_early(task), task, gated, finish_check=lambda _: tests_gate(gated))
+    result = run(claims_early(task), task, gated,
+                 layers=[FinishCheck(lambda _: tests_gate(gated))])
     assert result.ok and pristine_verdict(task, gated)
     assert [s.kind for s in result.trace].count("check") == 1
 
@@ -110,8 +111,8 @@ def test_the_early_claimer_without_and_with_the_gate():
 def test_a_model_that_never_fixes_meets_the_refusal_limit():
     task = extra_task("invoice_cents")
     workspace = fresh_copy(task)
-    result = run(never_fixes(), task, workspace, finish_check=lambda _: tests_gate(workspace),
-                 max_refusals=2)
+    result = run(never_fixes(), task, workspace,
+                 layers=[FinishCheck(lambda _: tests_gate(workspace))], max_refusals=2)
     assert result.stop_reason is StopReason.FINISH_REFUSED and result.model_calls == 3
 
 

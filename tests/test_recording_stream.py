@@ -11,6 +11,7 @@ from openai.types.chat import ChatCompletionChunk
 from vibe_agent.course.cassette import Cassette, CassetteError, ReplayMiss
 from vibe_agent.course.client import make_client
 from vibe_agent.loop import run_agent
+from vibe_agent.stream import Streaming
 from vibe_agent.tools import demo_registry
 
 QUESTION = "17 × 23 等于多少？"
@@ -19,7 +20,7 @@ QUESTION = "17 × 23 等于多少？"
 def record(name: str, *, stream: bool):
     client = make_client("record", name, source="reference")
     result = run_agent(client, QUESTION, demo_registry(client.world), model=client.model,
-                       stream=stream)
+                       layers=[Streaming()] if stream else [])
     return result, client.cassette.finish()
 
 
@@ -38,7 +39,7 @@ def test_a_streamed_run_is_recorded_as_chunks_and_replays_the_same(tapes):
     client = make_client("replay", "streamed")
     pieces: list[str] = []
     replayed = run_agent(client, QUESTION, demo_registry(client.world), model=client.model,
-                         stream=True, on_text=pieces.append)
+                         layers=[Streaming(pieces.append)])
     assert (replayed.answer, replayed.stop_reason) == (recorded.answer, recorded.stop_reason)
     assert replayed.messages == recorded.messages
     assert "".join(pieces).endswith(replayed.answer)
@@ -56,7 +57,7 @@ def test_replaying_a_plain_recording_with_stream_on_is_a_miss_naming_stream(tape
     client = make_client("replay", "plain")
     with pytest.raises(ReplayMiss, match="stream"):
         run_agent(client, QUESTION, demo_registry(client.world), model=client.model,
-                  stream=True)
+                  layers=[Streaming()])
 
 
 @pytest.mark.parametrize("stream", [

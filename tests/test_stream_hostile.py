@@ -23,8 +23,16 @@ from test_hostile import CJK, check_history
 from vibe_agent.course.scripted import ScriptedModel, answer, error_body, protocol_error
 from vibe_agent.course.sse import call_delta, chunk_body, chunks_of, event_stream
 from vibe_agent.loop import StopReason, run_agent
+from vibe_agent.plan import FinishCheck
 from vibe_agent.registry import ToolRegistry
-from vibe_agent.stream import ReplyLimits, ReplyTooLong, StreamError, accumulate, assemble
+from vibe_agent.stream import (
+    ReplyLimits,
+    ReplyTooLong,
+    StreamError,
+    Streaming,
+    accumulate,
+    assemble,
+)
 from vibe_agent.terminal import Session
 
 MODEL = "hostile-stream"
@@ -111,10 +119,13 @@ def streaming(serve: Any, timeout: float = 5.0) -> openai.OpenAI:
                              timeout=timeout, transport=httpx2.MockTransport(handle)))
 
 
-def run(client: openai.OpenAI, ran: list[str] | None = None, **options: Any):
+def run(client: openai.OpenAI, ran: list[str] | None = None, *, stream: bool = False,
+        finish_check: Any = None, **options: Any):
     started = time.perf_counter()
+    layers = [Streaming()] if stream else []
+    layers += [FinishCheck(finish_check)] if finish_check else []
     result = run_agent(client, "17 × 23?", registry_counting([] if ran is None else ran),
-                       model=MODEL, **options)
+                       model=MODEL, layers=layers, **options)
     assert time.perf_counter() - started < 10  # nothing hangs
     assert "\n" not in result.message and CJK.search(result.message)
     assert sum(step.kind == "stop" for step in result.trace) == 1
@@ -357,9 +368,9 @@ def test_event_lines_may_end_in_crlf_and_carry_other_fields():
 
 def test_stream_options_none_is_not_sent():
     model = ScriptedModel([answer("a"), answer("b")])
-    run_agent(model.client(), "q", ToolRegistry(), model=MODEL, stream=True,
+    run_agent(model.client(), "q", ToolRegistry(), model=MODEL, layers=[Streaming()],
               stream_options=None)
-    run_agent(model.client(), "q", ToolRegistry(), model=MODEL, stream=True)
+    run_agent(model.client(), "q", ToolRegistry(), model=MODEL, layers=[Streaming()])
     assert "stream_options" not in model.requests[0]
     assert model.requests[1]["stream_options"] == {"include_usage": True}
 

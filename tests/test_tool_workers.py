@@ -1,4 +1,4 @@
-"""run_agent(tool_workers=N): the calls of one reply run at the same time, their results go
+"""run_agent(layers=[ToolWorkers(N)]): the calls of one reply run at the same time, their results go
 back in the reply's order paired by id, errors stay text, no thread outlives the run, and the
 brakes decide as in a serial run."""
 
@@ -12,6 +12,7 @@ import pytest
 from vibe_agent.course.scripted import ScriptedModel, answer, call, calls
 from vibe_agent.loop import StopReason, run_agent
 from vibe_agent.registry import ToolRegistry
+from vibe_agent.workers import ToolWorkers
 
 MODEL = "m"
 
@@ -63,7 +64,7 @@ def four_calls(*, later_first: bool = True):
 
 def run(script, registry, workers):
     model = ScriptedModel(script, name="workers")
-    return run_agent(model.client(), "q", registry, model=MODEL, tool_workers=workers,
+    return run_agent(model.client(), "q", registry, model=MODEL, layers=[ToolWorkers(workers)],
                      max_iters=3)
 
 
@@ -119,5 +120,5 @@ def test_the_spinning_brakes_decide_as_in_a_serial_run(script):
 
 
 def test_tool_workers_below_one_is_a_harness_error():
-    with pytest.raises(ValueError, match="tool_workers"):
+    with pytest.raises(ValueError, match="ToolWorkers"):
         run([answer("x")], sleepy_registry(), 0)

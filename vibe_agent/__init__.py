@@ -36,12 +36,14 @@ the coding agent built on the same loop:
                        descendant                                                (08)
     changes.py         what did the agent change: a snapshot and its diff        (09)
 
-and the chapters the loop leaves out, each switched on by a parameter or a tool:
+and the chapters the loop leaves out, each switched on as a layer or a tool:
 
+    layers.py          the loop's one extension point: a Layer's named events (11-15)
     compact.py         replace the middle of a long history by a summary         (11)
     plan.py            a todo list the model keeps; a finish check for run_agent (12)
     memory.py          AGENTS.md and notes kept across sessions                  (12)
     subagents.py       delegate: the same loop with a fresh history, fewer tools (13)
+    workers.py         the calls of one reply, run at the same time (ToolWorkers) (13)
     mcp_tools.py       tools from MCP servers, through the same registry; the
                        approval of a call                                        (14)
     mcp_schema.py      what a server lists, as tools the chat API takes          (14)

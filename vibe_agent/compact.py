@@ -17,7 +17,7 @@ context window. Compaction keeps the head and the tail and replaces the middle:
   history keeping its head and the path (the model can `read_file` it later).
 
 `compact(messages, summarize)` is the pure function; `Compaction(...)` is the loop's
-hook (`run_agent(..., compaction=Compaction(summarize, budget=...))`): it compacts when
+layer (`run_agent(..., layers=[Compaction(summarize, budget=...)])`): it compacts when
 the last reported prompt tokens pass a budget, and when the provider answers that the
 context is too long (then the round is retried once). Two summarisers: `model_summarizer`
 (one extra chat request) and `scripted_summarizer` (rules that extract facts: not an LLM).
@@ -36,7 +36,8 @@ from typing import Any
 
 import openai
 
-from .reply import provider_failure
+from .layers import Layer
+from .reply import clean_text, provider_failure
 from .stops import Stop, StopReason
 from .trace import TraceStep, shorten
 
@@ -322,8 +323,9 @@ class CompactionEvent:
 
 
 @dataclass
-class Compaction:
-    """What `run_agent(..., compaction=...)` does when the history grows too long.
+class Compaction(Layer):
+    """What the layer `run_agent(..., layers=[Compaction(...)])` does when the history
+    grows too long (events `before_model`, `model_failed`, `recorded`, `tool_result`).
 
     Args:
         summarize: the summariser (`scripted_summarizer`, `model_summarizer(...)`, yours).
@@ -349,7 +351,7 @@ class Compaction:
     offloaded: list[Path] = field(default_factory=list)
     _last_prompt_tokens: int | None = field(default=None, init=False, repr=False)
 
-    def observe(self, step: TraceStep) -> None:
+    def recorded(self, step: TraceStep) -> None:
         """Every step the loop records: model steps bring the reported prompt tokens."""
         if step.kind != "model" or step.prompt_tokens is None:
             return
@@ -359,15 +361,15 @@ class Compaction:
                 event.tokens_after = step.prompt_tokens
                 event.step.content = _line(event)
 
-    def check(self, messages: list[Message], round_no: int,
-              record: Callable[[TraceStep], None]) -> None:
+    def before_model(self, messages: list[Message], round_no: int,
+                     record: Callable[[TraceStep], None]) -> None:
         """Before a round: compact when the last reported prompt tokens passed the budget."""
         tokens = self._last_prompt_tokens
         if self.budget is not None and tokens is not None and tokens > self.budget:
             self.run(messages, round_no, record, "budget")
 
-    def overflowed(self, failed: Stop, messages: list[Message], round_no: int,
-                   record: Callable[[TraceStep], None]) -> bool:
+    def model_failed(self, failed: Stop, messages: list[Message], round_no: int,
+                     record: Callable[[TraceStep], None]) -> bool:
         """After a failed call: True when it was a context overflow and the history was
         compacted, so the round may be retried (once: the loop does not ask again)."""
         if failed.reason is not StopReason.CONTEXT_TOO_LONG:
@@ -410,6 +412,10 @@ class Compaction:
                 "messages": messages}
         with path.open("a", encoding="utf-8") as file:
             file.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+    def tool_result(self, step: TraceStep, content: str) -> str:
+        """What the history keeps of a tool step's result (see `offload`)."""
+        return self.offload(clean_text(step.tool_call_id or ""), step.result or "", content)
 
     def offload(self, call_id: str, result: str, content: str) -> str:
         """What the history keeps of a tool result: `content` (already capped by the

@@ -15,7 +15,8 @@ Two mechanisms that help an agent stay on a task longer than a few rounds (lesso
               [>] fix parsing.py
               [ ] run the tests again
 
-- `tests_gate(root, command)`: a finish check for `run_agent(..., finish_check=...)`.
+- `tests_gate(root, command)`: a finish check, plugged into the loop as a layer:
+  `run_agent(..., layers=[FinishCheck(lambda answer: tests_gate(root))])`.
   When the model answers without tool calls, the check runs the tests in the sandbox;
   while they fail, their output goes back to the model as the next user message and
   the run goes on (up to `max_refusals` times). The model's exit is still an empty
@@ -25,9 +26,11 @@ Two mechanisms that help an agent stay on a task longer than a few rounds (lesso
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .layers import Layer
 from .registry import ToolRegistry
 from .sandbox import run_in_sandbox
 from .trace import shorten
@@ -176,7 +179,7 @@ def tests_gate(root: str | Path, command: str = "python -m pytest -q", *,
     """Run the tests in the sandbox: None when they pass, else a message for the model.
 
     It never reads what the model said: only the exit code of `command` in `root`.
-    Use it as `finish_check=lambda answer: tests_gate(workspace)`.
+    Use it as `FinishCheck(lambda answer: tests_gate(workspace))`.
 
     Args:
         root: the workspace folder.
@@ -197,3 +200,18 @@ def tests_gate(root: str | Path, command: str = "python -m pytest -q", *,
 
 
 tests_gate.__test__ = False  # type: ignore[attr-defined]  # pytest must not collect it
+
+
+class FinishCheck(Layer):
+    """The loop's finish line (event `on_stop`): `check(answer)` returns None to accept
+    the answer, or a message that goes back to the model as the next user turn (e.g.
+    `FinishCheck(lambda answer: tests_gate(workspace))`); `max_refusals` bounds it."""
+
+    def __init__(self, check: Callable[[str], str | None]) -> None:
+        if not callable(check):
+            raise TypeError(f"FinishCheck takes a function answer -> None | message, "
+                            f"not {check!r}")
+        self.check = check
+
+    def on_stop(self, answer: str) -> str | None:
+        return self.check(answer)

@@ -41,6 +41,8 @@ import pydantic
 from openai.types.chat import ChatCompletion
 from openai.types.completion_usage import CompletionUsage
 
+from .layers import Layer
+
 
 class StreamError(ValueError):
     """A chunk no server means: a field of the wrong type (the provider's fault)."""
@@ -309,3 +311,23 @@ def completion(assembled: Assembled) -> ChatCompletion:
         "model": assembled.model or "", "usage": assembled.usage,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
     })
+
+
+class Streaming(Layer):
+    """Ask for streamed replies (event `request`), with the usage at the end; the run's
+    result is the same. `on_text` is called with each piece of the model's text as it
+    arrives (event `text_piece`). A caller's `stream_options=None` (a request option of
+    `run_agent`) leaves that field out, for a server that rejects it (then no usage)."""
+
+    def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
+        self.text = on_text
+
+    def request(self, fields: dict[str, Any]) -> dict[str, Any]:
+        fields = {"stream": True, "stream_options": {"include_usage": True}} | fields
+        if fields["stream_options"] is None:  # the caller's choice wins
+            del fields["stream_options"]
+        return fields
+
+    def text_piece(self, piece: str) -> None:
+        if self.text:
+            self.text(piece)

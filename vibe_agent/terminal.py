@@ -15,7 +15,7 @@ Every part comes from a lesson; this file only wires them to a prompt:
 
 One message is one request (typed at `vibe_agent.prompt_input`'s prompt: history,
 Tab, several lines, @path attaches a file, !command runs one in the sandbox);
-the conversation goes on (`run_agent(messages=...)`), so
+the conversation goes on (`run_agent(layers=[Conversation(...)])`), so
 the model sees what it did before. Before each turn the workspace is checkpointed
 (`vibe_agent.undo`: /undo puts it back byte for byte, or refuses); after a turn that
 changed files the tests give a verdict (the held-out judge of 09–10 on a course task,
@@ -65,6 +65,7 @@ from . import permissions
 from .code_agent import code_agent
 from .coding import TOOL_NAMES, Workspace, snapshot, workspace_diff
 from .compact import Compaction, Summarizer, compact, scripted_summarizer
+from .layers import Conversation
 from .loop import AgentResult, StopReason, run_agent
 from .memory import MemoryFile, load_project_memory, session_banner
 from .plan import render_todos
@@ -72,6 +73,7 @@ from .registry import ToolRegistry
 from .reply import clean_text
 from .sandbox import YES, Action, Policy, why_not_isolated
 from .sessions import Resume, clear_command, init_command, restore, write
+from .stream import Streaming
 from .trace import Trace, TraceStep, shorten
 from .undo import Checkpoint, UndoError, remove_store, session_store
 from .verdict import find_test_command, run_project_tests
@@ -336,9 +338,9 @@ class Session:
         try:
             result = run_agent(self.client, line, self.registry, model=self.model,
                                max_iters=self.max_iters, system_prompt=self.system_prompt or "",
-                               trace=self.trace, on_step=self.show_step, stream=self.stream,
-                               on_text=on_text, messages=self.messages,
-                               compaction=self.compaction)
+                               trace=self.trace, on_step=self.show_step, layers=[
+                                   Conversation(self.messages), self.compaction,
+                                   Streaming(on_text) if self.stream else None])
         except KeyboardInterrupt:
             self.console.print()
             self.mid_line = False

@@ -33,7 +33,7 @@ from typing import Any
 from ...coding import coding_registry
 from ...loop import StopReason, run_agent
 from ...memory import MemoryFile, memory_prompt
-from ...plan import TodoList, tests_gate, todo_problems
+from ...plan import FinishCheck, TodoList, tests_gate, todo_problems
 from ...sandbox import why_not_isolated
 from ..scripted import Reply, ScriptedModel, answer, call, calls
 from . import MODEL, Report, Verdict, attempt, fail, short
@@ -272,7 +272,8 @@ def check_tests_gate(fn: Callable[..., Any]) -> Verdict:
                 return got
 
             result = run_agent(model.client(), "add 算错了", coding_registry(workspace),
-                               model=MODEL, max_iters=6, max_refusals=2, finish_check=gate)
+                               model=MODEL, max_iters=6, max_refusals=2,
+                               layers=[FinishCheck(gate)])
             if result.stop_reason is not StopReason.ANSWERED or result.model_calls != 3:
                 fail(f"停止原因 {result.stop_reason.value}，模型调用 {result.model_calls} 次"
                      "（应该是 answered、3 次：说已修复 → 被拒 → 修好 → 结束）",

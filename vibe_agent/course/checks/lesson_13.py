@@ -269,7 +269,7 @@ def check_delegate(fn: Callable[..., Any]) -> Any:
                                    or b["messages"][1]["content"] != task
                                    for b, task in zip(firsts, tasks, strict=False)):
             fail(f"子 agent 收到的历史是 {short(shapes, 160)}",
-                 "每次 delegate 都调用 run_agent(client, task, ...)，不传 messages=："
+                 "每次 delegate 都调用 run_agent(client, task, ...)，不传 Conversation 层："
                  "子 agent 只看到它的 system prompt 和这件任务，"
                  "看不到父 agent 的对话，也看不到上一个子 agent 的。")
     with report.case("子 agent 拿不到 delegate，只有给它的工具"):
