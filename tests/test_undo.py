@@ -318,6 +318,18 @@ def test_ignored_folders_are_neither_saved_nor_restored(root, store):
     assert (root / ".git" / "HEAD").read_text() == "changed by git\n"
 
 
+def test_the_projects_rules_are_neither_saved_nor_restored(root, store):
+    """A rule the person wrote mid-turn (answer A) is not that turn's change to undo."""
+    checkpoint = store.checkpoint(root)
+    (root / ".vibe_agent").mkdir()
+    (root / ".vibe_agent" / "settings.json").write_text('{"permissions": {}}\n')
+    (root / "sub" / ".vibe_agent").mkdir(parents=True)  # only the top folder's is the rules'
+    assert checkpoint.changes() == ["sub", "sub/.vibe_agent"]
+    checkpoint.restore()
+    assert (root / ".vibe_agent" / "settings.json").read_text() == '{"permissions": {}}\n'
+    assert not (root / "sub").exists()
+
+
 def test_the_session_store_is_removed(tmp_path):
     store = undo.session_store(tmp_path / "state")
     store.checkpoint(tmp_path / "state")

@@ -28,7 +28,9 @@ its place is replaced, never followed). A file that was turned into a link to an
 file gets its own bytes back; the other file is not touched.
 
 What a checkpoint does not cover, on purpose: the folders workspace.IGNORED_DIRS names
-(.git, __pycache__, .pytest_cache): they are neither saved nor restored. Owners and
+(.git, __pycache__, .pytest_cache), and the project's own `.vibe_agent/` folder at the
+top (the person's permission rules: a rule written by answering "A" during a turn is
+not a change of that turn, and /undo leaves it): they are neither saved nor restored. Owners and
 modification times are not restored (permission bits are).
 
 Trade-off: correctness first. The first checkpoint copies every file into the store
@@ -56,6 +58,8 @@ from pathlib import Path
 
 from .tree import Found, remove_tree, walk_tree
 from .workspace import IGNORED_DIRS, MAX_DEPTH
+
+SETTINGS_DIR = ".vibe_agent"  # the project's rules (permissions.py): the person's, not undone
 
 MAX_STORE_BYTES = 2_000_000_000  # bytes of new content one session's store may keep
 CHUNK = 1 << 20  # bytes read at a time: memory stays small, however large a file
@@ -116,7 +120,8 @@ def walk(root_fd: int) -> Iterator[Found]:
 def _not_covered(path: str, info: os.stat_result) -> bool:
     """Whether a checkpoint leaves this entry out (and, for a folder, all it holds)."""
     name = path.rpartition("/")[2]
-    return name in IGNORED_DIRS or (name == path and name.startswith(STAGING_PREFIX))
+    return name in IGNORED_DIRS or path == SETTINGS_DIR or (
+        name == path and name.startswith(STAGING_PREFIX))
 
 
 class UndoStore:
