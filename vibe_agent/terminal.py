@@ -61,6 +61,7 @@ from .memory import MemoryFile, coding_system_prompt, load_project_memory, sessi
 from .plan import TodoList, render_todos
 from .registry import ToolRegistry
 from .sandbox import YES, Action, Policy, why_not_isolated
+from .screen import THINKING, Screen, doing, model_lines, next_call, step_line
 from .subagents import delegate_registry
 from .trace import Trace, TraceStep, shorten
 from .undo import Checkpoint, UndoError, remove_store, session_store
@@ -136,7 +137,6 @@ class Session:
     undo: list[Checkpoint] = field(default_factory=list)  # the workspace before each turn
     registry: ToolRegistry = field(init=False)
     written: dict[str, str | None] = field(default_factory=dict, init=False)  # unasked: old text
-    mid_line: bool = field(default=False, init=False)  # streamed text without its newline yet
     described: set[tuple[str, str]] = field(default_factory=set, init=False)  # (server, tool)
 
     def __post_init__(self) -> None:
@@ -167,6 +167,7 @@ class Session:
         self.store = session_store(self.state_dir)  # file copies for /undo, on disk
         # Found now, before any turn: a model that rewrites AGENTS.md cannot choose it
         self.tests = find_test_command(self.root, self.test_command)
+        self.screen = Screen(self.console)  # the spinner and the answer as Markdown
 
     # --- approvals ----------------------------------------------------------------
 
@@ -200,6 +201,7 @@ class Session:
             self.console.print()
             return "the user did not answer (the input ended). Do not try this again."
         if reply.strip().lower() in YES:
+            self.screen.working(doing(action))  # the spinner again while it runs
             return True
         return "the user said no. Try another way, or ask the user how they want it done."
 
@@ -283,6 +285,7 @@ class Session:
 
     def turn(self, line: str) -> None:
         """Send one prompt line and run the loop until the model answers (or a brake)."""
+        self.screen.working(THINKING)  # a sign of life from Enter on
         checkpoint = self.checkpoint()
         first_step = len(self.trace)
         self.written.clear()
@@ -290,9 +293,7 @@ class Session:
 
         def on_text(piece: str) -> None:
             printed.append(piece)
-            self.mid_line = not piece.endswith("\n")
-            self.console.print(visible(piece, multiline=True), end="", markup=False,
-                               highlight=False, soft_wrap=True)
+            self.screen.add(piece)  # Markdown, block by block (escaped: `visible`)
 
         started = time.perf_counter()
         try:
@@ -302,8 +303,8 @@ class Session:
                                on_text=on_text, messages=self.messages,
                                compaction=self.compaction)
         except KeyboardInterrupt:
+            self.screen.finish()
             self.console.print()
-            self.mid_line = False
             self.close_interrupted_turn()
             self.show_written()  # a write done before Ctrl-C is still shown
             self.console.print("[yellow]⏹ 已中断这一轮；对话记录仍然有效，可以接着说。[/]")
@@ -312,8 +313,7 @@ class Session:
             self.save()
         self.end_line()
         if not printed and result.answer:
-            self.console.print(visible(result.answer, multiline=True), markup=False,
-                               highlight=False)
+            self.screen.answer(result.answer)
         if result.stop_reason is not StopReason.ANSWERED:
             self.console.print(f"[yellow]⏹ {escape(visible(result.message))}[/]")
         steps = self.trace[first_step:]
@@ -377,10 +377,9 @@ class Session:
         return text + (f"；会话合计 {sum(session):,} tokens" if session else "")
 
     def end_line(self) -> None:
-        """Finish a line of streamed text before printing anything else."""
-        if self.mid_line:
-            self.console.print()
-            self.mid_line = False
+        """Finish the model's streamed words (and clear the spinner) before printing
+        anything else."""
+        self.screen.finish()
 
     def close_interrupted_turn(self) -> None:
         """Make the history valid again after Ctrl-C: every tool call answered (only the
@@ -406,21 +405,16 @@ class Session:
             self.end_line()
             summary = visible(shorten(step.content or "", 90))
             self.console.print(f"[dim]⇣ 压缩了历史：{escape(summary)}[/]")
+        if step.kind == "model" and step.decision == "tool_calls":
+            self.end_line()  # the model's words before its calls, then a sign of life
+            self.screen.working("运行工具")
         if step.kind != "tool":
             return
         self.end_line()  # the model's streamed words end before the step's line
-        try:
-            arguments = json.loads(step.arguments or "{}")
-        except json.JSONDecodeError:
-            arguments = {}
-        arguments = arguments if isinstance(arguments, dict) else {}
-        target = arguments.get("command") or arguments.get("path") or arguments.get("pattern")
-        mark = "[green]▸[/]" if step.outcome == "ok" else "[red]✗[/]"
-        what = escape(visible(f"{step.tool or '?'} {shorten(str(target or ''), 70)}"))
-        result = visible(shorten((step.result or "").strip().splitlines()[0]
-                                 if (step.result or "").strip() else "", 70))
-        self.console.print(f"  {mark} {what} [dim]{escape(result)}[/]")
+        ok, line = step_line(step, self.timings)  # in Chinese: what was run or changed
+        self.console.print(f"  {'[green]▸[/]' if ok else '[red]✗[/]'} {escape(visible(line))}")
         self.show_written()
+        self.screen.working(next_call(self.messages))
 
     def save(self) -> None:
         """Write the trajectory (lesson 07's viewer opens it: `Trace.from_json`)."""
@@ -435,7 +429,8 @@ class Session:
     def banner(self) -> None:
         isolated = why_not_isolated()
         self.console.rule("[bold]Vibe Agent · 终端里的 coding agent[/]")
-        self.console.print(f"模型：{escape(visible(self.model))}  {escape(visible(self.label))}")
+        for line in model_lines(self.model, self.label):
+            self.console.print(visible(line), markup=False)
         if self.notice:
             self.console.print(f"[yellow]{escape(self.notice)}[/]")
         self.console.print(f"工作区：{escape(visible(str(self.root)))}")
@@ -651,7 +646,11 @@ def _todo(session: Session, _: str) -> None:
 @command("/compact", "现在就压缩历史：中间部分换成一段摘要（第 11 课）")
 def _compact(session: Session, _: str) -> None:
     before = len(session.messages)
-    session.messages[:] = compact(session.messages, session.summarize)
+    session.screen.working("正在压缩历史")
+    try:
+        session.messages[:] = compact(session.messages, session.summarize)
+    finally:
+        session.screen.clear()
     if len(session.messages) == before:
         session.console.print("历史还很短，没有可以压缩的部分。")
     else:
