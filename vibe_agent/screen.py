@@ -25,13 +25,13 @@ import sys
 import termios
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from markdown_it import MarkdownIt
 from rich.cells import cell_len
-from rich.console import Console, ConsoleRenderable, RenderableType
+from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderableType, RenderResult
 from rich.live import Live
-from rich.markdown import Markdown
+from rich.markdown import Markdown, MarkdownElement, Paragraph
 from rich.spinner import Spinner
 from rich.text import Text
 
@@ -56,14 +56,65 @@ def _parser() -> MarkdownIt:
         .disable("image")
 
 
+# A character that may start or end a line anywhere (CJK ideographs, kana, Hangul, full-
+# width forms); rich breaks lines at spaces only, so Chinese text needs its own breaks
+WIDE = "\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
+UNITS = re.compile(rf"\s+|[{WIDE}]|[^\s{WIDE}]+")
+NO_LINE_START = set("，。、；：？！）」』》〉】,.;:?!)")  # with the character before it
+
+
+def line_breaks(line: str, width: int) -> list[int]:
+    """Where to break `line` so that each piece fits in `width` cells: at spaces and
+    between CJK characters; a word longer than a whole line is folded."""
+    breaks: list[int] = []
+    used = previous = 0  # cells on this line; where the last unit started
+    for match in UNITS.finditer(line):
+        unit = match.group()
+        if unit.isspace():  # spaces may hang past the edge: they are stripped
+            used += cell_len(unit)
+            continue
+        parts = [(match.start(), unit)] if cell_len(unit) <= width else [
+            (match.start() + at, char) for at, char in enumerate(unit)]
+        for start, part in parts:
+            size = cell_len(part)
+            if used and used + size > width:
+                if part in NO_LINE_START and previous > (breaks[-1] if breaks else 0):
+                    start, used = previous, cell_len(line[previous:start])  # 。 stays
+                else:
+                    used = 0
+                breaks.append(start)
+            used += size
+            previous = start
+    return breaks
+
+
+class _Paragraph(Paragraph):
+    """A paragraph wrapped with `line_breaks` (Chinese breaks between characters)."""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in self.text.split("\n"):
+            for part in line.divide(line_breaks(line.plain, options.max_width)):
+                part.rstrip()
+                part.overflow = "fold"
+                yield part
+
+
 class Answer(Markdown):
     """A model's text as Markdown (code blocks highlighted, wrapped, never cropped), with
-    every part of it on screen: links show their address, HTML is shown as written."""
+    every part of it on screen: links show their address, HTML is shown as written, and
+    a line break stays a line break (as in a chat, not joined into one line)."""
+
+    elements: ClassVar[dict[str, type[MarkdownElement]]] = {
+        **Markdown.elements, "paragraph_open": _Paragraph}
 
     def __init__(self, markup: str) -> None:
         super().__init__("", hyperlinks=False)
         self.markup = markup
         self.parsed = _parser().parse(markup)
+        for token in self.parsed:
+            for child in token.children or []:
+                if child.type == "softbreak":
+                    child.type = "hardbreak"
 
 
 def finished_blocks(text: str) -> int:
@@ -268,7 +319,8 @@ TOOL_ERRORS = (
     ("not approved: the user did not answer", "没有得到回答（输入结束了）"),
     ("not approved", "没有得到批准"),
     ("did not finish within", "超时，已经连同它启动的进程一起停下"),
-    ("contains control characters", "命令里有控制字符，没有运行"),
+    ("the command contains control characters", "命令里有控制字符，没有运行"),
+    ("contains control characters", "路径里有控制字符，没有执行"),
     ("time limit", "超过了这次调用的时间限制"),
 )
 EXIT_CODE = re.compile(r"^exit code: (-?\d+)$", re.MULTILINE)
