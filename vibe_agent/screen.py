@@ -236,6 +236,12 @@ class Screen:
             self.display = None
         self.spinning = False
 
+    def notify(self, seconds: float, after: float | None) -> None:
+        """Ring the terminal's bell when a turn took longer than `after` seconds (None:
+        never), so a person who looked away knows it is their turn."""
+        if after is not None and seconds > after:
+            self.console.bell()
+
     # --- the model's words --------------------------------------------------------
 
     def add(self, piece: str) -> None:
@@ -443,3 +449,26 @@ def model_lines(model: str, label: str) -> list[str]:
     if "\n" in inner:
         return inner.splitlines()
     return [f"模型：{model}  {label}".rstrip()]
+
+
+DECISION_WORDS = {"tool_calls": "要调用工具", "answer": "给出回答", "error": "没有可用的回复"}
+
+
+def trace_line(step: TraceStep, width: int = 100) -> str:
+    """A trace step as one line in Chinese for a person (`python -m vibe_agent demo`);
+    the trace itself keeps its identifiers (`trace.render_step`)."""
+    head = f"[{step.round}]"
+    if step.kind == "model":
+        tokens = ("tokens 没有报告" if step.total_tokens is None and step.prompt_tokens is None
+                  else f"tokens {step.prompt_tokens}+{step.completion_tokens}")
+        said = f"：{shorten(step.content, width // 2)}" if step.content else ""
+        cut = "（被 max_tokens 截断）" if step.finish_reason == "length" else ""
+        return (f"{head} 模型{DECISION_WORDS.get(step.decision or '', step.decision)}{cut}"
+                f"{said}（{tokens}，{step.elapsed_ms:.0f} ms）")
+    if step.kind == "tool":
+        mark = "✓" if step.outcome == "ok" else f"✗ {OUTCOME_WORDS.get(step.outcome or '', '')}"
+        return (f"{head} 工具 {step.tool}({shorten(step.arguments, width // 3)}) {mark} "
+                f"→ 结果：{shorten(step.result, width // 2)}（{step.elapsed_ms:.0f} ms）")
+    if step.kind == "stop":
+        return f"{head} 结束：{shorten(step.content, width)}"
+    return f"{head} {step.kind}：{shorten(step.content, width)}"

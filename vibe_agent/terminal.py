@@ -132,6 +132,7 @@ class Session:
     judge: Callable[[Path], str] | None = None  # a course task's verdict instead (09-10)
     state_dir: Path | None = None  # where the undo store goes (None: a temporary folder)
     notice: str = ""  # a paragraph for the banner (e.g. what offline mode can do)
+    notify_after: float | None = None  # ring the bell after a turn longer than this (s)
     messages: list[dict[str, Any]] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
     undo: list[Checkpoint] = field(default_factory=list)  # the workspace before each turn
@@ -320,6 +321,7 @@ class Session:
         if any(step.kind == "tool" for step in steps):
             self.show_verdict(checkpoint)
         self.console.print(f"[dim]（{self.turn_figures(steps, started)}）[/]")
+        self.screen.notify(time.perf_counter() - started, self.notify_after)
 
     # --- before and after a turn: the checkpoint, the verdict, the figures -----------
 

@@ -90,6 +90,8 @@ def add_parser(sub: Any) -> None:
                            "course='python -m vibe_agent.course.mcp_server'；可以写多次")
     code.add_argument("--no-delegate", action="store_true",
                       help="不提供只读的子 agent 工具 delegate（第 13 课）")
+    code.add_argument("--notify-after", type=float, metavar="秒",
+                      help="一轮超过这么多秒才结束时响一声铃（终端的 bell；不写：不响）")
     code.set_defaults(func=main)
 
 
@@ -182,6 +184,7 @@ def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
                           delegate=not args.no_delegate, test_command=args.test_command,
                           judge=verdict_line(task) if task else None,
                           state_dir=home or _state_dir() / "undo",
+                          notify_after=args.notify_after,
                           notice=OFFLINE_ON_YOUR_PROJECT if (
                               model == KNOWN_FIX_MODEL_NAME and task is None) else "")
         return session.run()
