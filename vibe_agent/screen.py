@@ -130,6 +130,9 @@ def finished_blocks(text: str) -> int:
     return sum(len(line) + 1 for line in lines[:starts[-1]])
 
 
+CONTAINERS = ("bullet_list_open", "ordered_list_open", "blockquote_open", "table_open")
+
+
 class _SelfClearing(Live):
     """A transient Live display that clears itself before anybody else prints: nothing
     ever lands below, beside or inside it, and it never comes back by itself. While it
@@ -239,8 +242,9 @@ class Screen:
     def notify(self, seconds: float, after: float | None) -> None:
         """Ring the terminal's bell when a turn took longer than `after` seconds (None:
         never), so a person who looked away knows it is their turn."""
-        if after is not None and seconds > after:
-            self.console.bell()
+        if after is not None and seconds > after and self.console.is_terminal:
+            self.console.file.write("\a")  # (rich's bell() says nothing on TERM=dumb)
+            self.console.file.flush()
 
     # --- the model's words --------------------------------------------------------
 
@@ -282,10 +286,12 @@ class Screen:
     def print_blocks(self, text: str) -> None:
         """Print whole Markdown blocks, spaced as if they had been printed in one piece."""
         shown = Answer(visible(text, multiline=True))
-        if self.blocks and not self.after_rule:
+        tops = [token for token in shown.parsed if token.level == 0 and token.nesting >= 0]
+        # rich puts a blank line between blocks (none after a rule); a list, a quote or a
+        # table brings its own
+        if self.blocks and not self.after_rule and tops and tops[0].type not in CONTAINERS:
             self.console.print()
         self.console.print(shown)
-        tops = [token for token in shown.parsed if token.level == 0 and token.nesting >= 0]
         self.blocks += len(tops)
         self.after_rule = bool(tops) and tops[-1].type == "hr"
 
