@@ -319,6 +319,7 @@ OUTCOME_WORDS = {
     "invalid_json": "模型给的参数不是合法的 JSON",
     "bad_arguments": "模型给的参数不对",
     "tool_raised": "工具出错了",
+    "tool_error": "工具报告了错误",
     "timeout": "超时，没有等到结果",
     "bad_result": "工具的结果不能用",
     "refused": "刹车拦下了这次调用（重复或循环）",
@@ -472,8 +473,9 @@ def trace_line(step: TraceStep, width: int = 100) -> str:
         return (f"{head} 模型{DECISION_WORDS.get(step.decision or '', step.decision)}{cut}"
                 f"{said}（{tokens}，{step.elapsed_ms:.0f} ms）")
     if step.kind == "tool":
-        mark = "✓" if step.outcome == "ok" else f"✗ {OUTCOME_WORDS.get(step.outcome or '', '')}"
-        return (f"{head} 工具 {step.tool}({shorten(step.arguments, width // 3)}) {mark} "
+        failed = "" if step.outcome == "ok" else \
+            f" 出错（{OUTCOME_WORDS.get(step.outcome or '', step.outcome)}）"
+        return (f"{head} 工具 {step.tool}({shorten(step.arguments, width // 3)}){failed} "
                 f"→ 结果：{shorten(step.result, width // 2)}（{step.elapsed_ms:.0f} ms）")
     if step.kind == "stop":
         return f"{head} 结束：{shorten(step.content, width)}"
