@@ -25,6 +25,7 @@ import sys
 import termios
 import threading
 import time
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from markdown_it import MarkdownIt
@@ -40,7 +41,7 @@ from .trace import TraceStep, shorten
 from .verdict import pytest_summary
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from .sandbox import Action
 
@@ -226,6 +227,15 @@ class Screen:
         self.clear()
         working = _Working(visible(what))
         self.show(lambda: working, spinning=True)
+
+    @contextmanager
+    def spinner(self, what: str) -> Iterator[None]:
+        """The spinner for as long as the `with` block runs (cleared however it ends)."""
+        self.working(what)
+        try:
+            yield
+        finally:
+            self.clear()
 
     def show(self, get: Callable[[], RenderableType], spinning: bool) -> None:
         self.display = _SelfClearing(self.console, get)

@@ -6,7 +6,7 @@
 Every part comes from a lesson; this file only wires them to a prompt:
 
     prompt line ──> run_agent (04) ── brakes (05) ── trace, saved after each turn (07)
-                        │   streamed text printed as it arrives (15)
+                        │   streamed text shown as it arrives, as Markdown (15, screen.py)
                         │   compaction past a token budget, /compact (11)
                         │   system prompt + AGENTS.md + notes, todo_write, remember (12)
                         ├─> coding tools in the workspace, commands in the sandbox (08)
@@ -648,11 +648,8 @@ def _todo(session: Session, _: str) -> None:
 @command("/compact", "现在就压缩历史：中间部分换成一段摘要（第 11 课）")
 def _compact(session: Session, _: str) -> None:
     before = len(session.messages)
-    session.screen.working("正在压缩历史")
-    try:
+    with session.screen.spinner("正在压缩历史"):
         session.messages[:] = compact(session.messages, session.summarize)
-    finally:
-        session.screen.clear()
     if len(session.messages) == before:
         session.console.print("历史还很短，没有可以压缩的部分。")
     else:
