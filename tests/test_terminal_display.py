@@ -149,7 +149,7 @@ def test_the_answer_reaches_the_terminal_with_escapes_escaped(stream, tmp_path):
     assert "\x1b" not in screen and "\x9b" not in screen and "\u202e" not in screen
     assert r"1234567\x1b[2J清屏 \x1b]10;#000000\x07变黑 \u202e反向 \x9b[31m 完。" in screen
     assert re.search("\r\n第二行 +制表符", screen)  # an answer keeps its lines and tabs
-    assert r"read_file no\x1b[2Jsuch\x1b]10;#000000\x07.py" in screen  # the tool's line
+    assert r"✗ 读 no\x1b[2Jsuch\x1b]10;#000000\x07.py" in screen  # the tool's line
     assert r"\t" not in screen and r"\n" not in screen
 
 
@@ -174,10 +174,10 @@ def test_writes_that_were_not_asked_still_show_their_diff_after_the_fact(mode, t
         step("改好了。")])
     child.expect_exact(PROMPT)
     child.sendline("改一下税率")
-    child.expect(r"▸ edit_file bill\.py Edited bill\.py at line 1\.")
-    child.expect(r"▸ write_file new\.py")
+    child.expect(r"▸ 改了 bill\.py（第 1 行）")
+    child.expect(r"▸ 写了 new\.py（1 行）")
     first = str(child.before)
-    child.expect(r"✗ edit_file bill\.py")
+    child.expect(r"✗ 改 bill\.py：")
     second = str(child.before)
     child.expect("改好了")
     assert "    -TAX = 0.1" in first  # compact: indented under the tool's line

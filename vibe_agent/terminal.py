@@ -6,7 +6,7 @@
 Every part comes from a lesson; this file only wires them to a prompt:
 
     prompt line ──> run_agent (04) ── brakes (05) ── trace, saved after each turn (07)
-                        │   streamed text printed as it arrives (15)
+                        │   streamed text shown as it arrives, as Markdown (15, screen.py)
                         │   compaction past a token budget, /compact (11)
                         │   system prompt + AGENTS.md + notes, todo_write, remember (12)
                         ├─> coding tools in the workspace, commands in the sandbox (08)
@@ -72,6 +72,7 @@ from .plan import render_todos
 from .registry import ToolRegistry
 from .reply import clean_text
 from .sandbox import YES, Action, Policy, why_not_isolated
+from .screen import THINKING, Screen, doing, model_lines, next_call, step_line
 from .sessions import Resume, clear_command, init_command, restore, write
 from .stream import Streaming
 from .trace import Trace, TraceStep, shorten
@@ -149,6 +150,7 @@ class Session:
     resume: Resume | None = None  # --continue / --resume: what goes on, where (sessions.py)
     rules: permissions.Rules = field(default_factory=permissions.Rules)  # .vibe_agent/settings
     history: Path | None = None  # the prompt's history file, per project (None: this session)
+    notify_after: float | None = None  # ring the bell after a turn longer than this (s)
     messages: list[dict[str, Any]] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
     undo: list[Checkpoint] = field(default_factory=list)  # the workspace before each turn
@@ -156,7 +158,6 @@ class Session:
     workspace: Workspace = field(init=False)
     reader: PromptInput | None = field(default=None, init=False)  # made when first typed at
     written: dict[str, str | None] = field(default_factory=dict, init=False)  # unasked: old text
-    mid_line: bool = field(default=False, init=False)  # streamed text without its newline yet
     described: set[tuple[str, str]] = field(default_factory=set, init=False)  # (server, tool)
     echo_answer: bool = True  # print the answer (off: `code -p` prints it on stdout itself)
     fixed_model: str = ""  # why /model cannot switch (offline: the known-fix model is no LLM)
@@ -188,6 +189,7 @@ class Session:
         self.store = session_store(self.state_dir)  # file copies for /undo, on disk
         # Found now, before any turn: a model that rewrites AGENTS.md cannot choose it
         self.tests = find_test_command(self.root, self.test_command)
+        self.screen = Screen(self.console)  # the spinner and the answer as Markdown
         if self.resume is not None and self.resume.saved is not None:
             self.notice = "\n".join(filter(None, [self.notice, restore(self, self.resume.saved)]))
 
@@ -238,6 +240,7 @@ class Session:
                                highlight=False, soft_wrap=True)
             return True
         if reply.strip().lower() in YES:
+            self.screen.working(doing(action))  # the spinner again while it runs
             return True
         return "the user said no. Try another way, or ask the user how they want it done."
 
@@ -321,6 +324,7 @@ class Session:
 
     def turn(self, line: str) -> None:
         """Send one prompt line and run the loop until the model answers (or a brake)."""
+        self.screen.working(THINKING)  # a sign of life from Enter on
         checkpoint = self.checkpoint()
         self.record("request", line)  # the trajectory keeps the person's own words
         first_step = len(self.trace)
@@ -330,9 +334,7 @@ class Session:
 
         def on_text(piece: str) -> None:
             printed.append(piece)
-            self.mid_line = not piece.endswith("\n")
-            self.console.print(visible(piece, multiline=True), end="", markup=False,
-                               highlight=False, soft_wrap=True)
+            self.screen.add(piece)  # Markdown, block by block (escaped: `visible`)
 
         started = time.perf_counter()
         try:
@@ -342,8 +344,8 @@ class Session:
                                    Conversation(self.messages), self.compaction,
                                    Streaming(on_text) if self.stream else None])
         except KeyboardInterrupt:
+            self.screen.finish()
             self.console.print()
-            self.mid_line = False
             self.close_interrupted_turn()
             self.show_written()  # a write done before Ctrl-C is still shown
             self.console.print("[yellow]⏹ 已中断这一轮；对话记录仍然有效，可以接着说。[/]")
@@ -353,14 +355,14 @@ class Session:
         self.end_line()
         self.result = result
         if self.echo_answer and not printed and result.answer:
-            self.console.print(visible(result.answer, multiline=True), markup=False,
-                               highlight=False)
+            self.screen.answer(result.answer)
         if result.stop_reason is not StopReason.ANSWERED:
             self.console.print(f"[yellow]⏹ {escape(visible(result.message))}[/]")
         steps = self.trace[first_step:]
         if any(step.kind == "tool" for step in steps):
             self.show_verdict(checkpoint)
         self.console.print(f"[dim]（{self.turn_figures(steps, started)}）[/]")
+        self.screen.notify(time.perf_counter() - started, self.notify_after)
 
     # --- before and after a turn: the checkpoint, the verdict, the figures -----------
 
@@ -420,10 +422,9 @@ class Session:
         return text + (f"；会话合计 {sum(session):,} tokens" if session else "")
 
     def end_line(self) -> None:
-        """Finish a line of streamed text before printing anything else."""
-        if self.mid_line:
-            self.console.print()
-            self.mid_line = False
+        """Finish the model's streamed words (and clear the spinner) before printing
+        anything else."""
+        self.screen.finish()
 
     def close_interrupted_turn(self) -> None:
         """Make the history valid again after Ctrl-C: every tool call answered (only the
@@ -449,21 +450,16 @@ class Session:
             self.end_line()
             summary = visible(shorten(step.content or "", 90))
             self.console.print(f"[dim]⇣ 压缩了历史：{escape(summary)}[/]")
+        if step.kind == "model" and step.decision == "tool_calls":
+            self.end_line()  # the model's words before its calls, then a sign of life
+            self.screen.working("运行工具")
         if step.kind != "tool":
             return
         self.end_line()  # the model's streamed words end before the step's line
-        try:
-            arguments = json.loads(step.arguments or "{}")
-        except json.JSONDecodeError:
-            arguments = {}
-        arguments = arguments if isinstance(arguments, dict) else {}
-        target = arguments.get("command") or arguments.get("path") or arguments.get("pattern")
-        mark = "[green]▸[/]" if step.outcome == "ok" else "[red]✗[/]"
-        what = escape(visible(f"{step.tool or '?'} {shorten(str(target or ''), 70)}"))
-        result = visible(shorten((step.result or "").strip().splitlines()[0]
-                                 if (step.result or "").strip() else "", 70))
-        self.console.print(f"  {mark} {what} [dim]{escape(result)}[/]")
+        ok, line = step_line(step, self.timings)  # in Chinese: what was run or changed
+        self.console.print(f"  {'[green]▸[/]' if ok else '[red]✗[/]'} {escape(visible(line))}")
         self.show_written()
+        self.screen.working(next_call(self.messages))
 
     def save(self) -> None:
         """Write the trajectory (lesson 07's viewer opens it: `Trace.from_json`)."""
@@ -490,7 +486,8 @@ class Session:
     def banner(self) -> None:
         isolated = why_not_isolated()
         self.console.rule("[bold]Vibe Agent · 终端里的 coding agent[/]")
-        self.console.print(f"模型：{escape(visible(self.model))}  {escape(visible(self.label))}")
+        for line in model_lines(self.model, self.label):
+            self.console.print(visible(line), markup=False)
         if self.notice:
             self.console.print(f"[yellow]{escape(self.notice)}[/]")
         self.console.print(f"工作区：{escape(visible(str(self.root)))}")
@@ -720,7 +717,8 @@ def _todo(session: Session, _: str) -> None:
 @command("/compact", "现在就压缩历史：中间部分换成一段摘要（第 11 课）")
 def _compact(session: Session, _: str) -> None:
     before = len(session.messages)
-    session.messages[:] = compact(session.messages, session.summarize)
+    with session.screen.spinner("正在压缩历史"):
+        session.messages[:] = compact(session.messages, session.summarize)
     if len(session.messages) == before:
         session.console.print("历史还很短，没有可以压缩的部分。")
     else:
