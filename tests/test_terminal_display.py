@@ -18,6 +18,7 @@ from typing import Any
 import pexpect
 import pytest
 
+from vibe_agent.approval import print_diff
 from vibe_agent.sandbox import YES
 from vibe_agent.terminal import Session, visible
 
@@ -259,7 +260,7 @@ def recorded_session(tmp_path: Path, **options: Any) -> tuple[Session, io.String
 
 def test_blank_runs_are_named_and_indentation_kept(tmp_path):
     session, out = recorded_session(tmp_path)
-    session.print_diff("\n".join([
+    print_diff(session.console, "\n".join([
         "+" + " " * 8 + "return x",  # indentation: as it is
         "+x = 1" + " " * 40 + "# far away",  # a long run inside a line
         "+y = 2   ",  # blanks at the end of a line
@@ -278,7 +279,7 @@ def test_blank_runs_are_named_and_indentation_kept(tmp_path):
 
 def test_a_huge_single_line_is_counted_as_hidden_not_rendered(tmp_path):
     session, out = recorded_session(tmp_path)
-    hidden = session.print_diff("@@ -1 +1 @@\n+" + "A" * 5_000_000)
+    hidden = print_diff(session.console, "@@ -1 +1 @@\n+" + "A" * 5_000_000)
     assert hidden == 1 and "还有 1 行没有显示" in out.getvalue()
     assert len(out.getvalue()) < 1000
 

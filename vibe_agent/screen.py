@@ -25,6 +25,7 @@ import sys
 import termios
 import threading
 import time
+import unicodedata
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -423,10 +424,30 @@ def _how(tool: str, arguments: dict[str, object], result: str, timings: bool) ->
 
 
 def visible(text: str, *, multiline: bool = False) -> str:
-    """`terminal.visible` (imported late: terminal.py imports this module)."""
-    from .terminal import visible as escape
+    """`text` with every character that could hide or change what a person sees shown
+    escaped (\\r, \\x1b, \\u202e ...): control characters (C0, DEL and the C1 codes
+    U+0080-U+009F), format characters such as the bidi overrides, line and paragraph
+    separators, and lone surrogates. So a command cannot hide what it really does behind
+    a carriage return, and a model, a file or a server cannot clear the screen or
+    recolour it with an ANSI sequence. Every text from a model, a tool, a file or a
+    server goes through here before it reaches the terminal.
 
-    return escape(text, multiline=multiline)
+    Each character is escaped on its own, so text cut anywhere (streamed pieces) gives
+    the same screen as the whole text.
+
+    Args:
+        text: the text to show.
+        multiline: keep newlines and tabs (an answer, a diff, AGENTS.md). By default
+            they are escaped too: an approval shows one honest line.
+    """
+    kept = "\n\t" if multiline else ""
+    out = []
+    for char in text:
+        if char not in kept and unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs"):
+            out.append(char.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 def doing(action: Action) -> str:
