@@ -62,7 +62,11 @@ def spawn(tmp_path: Path, script: list[dict[str, Any]], *args: str, delay: float
     folder.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
     env |= {"XDG_STATE_HOME": str(tmp_path / "state"), "TERM": term,
-            "COLUMNS": str(WIDTH), "LINES": str(HEIGHT)}
+            "COLUMNS": str(WIDTH), "LINES": str(HEIGHT),
+            # pexpect never answers prompt_toolkit's cursor-position request (ESC[6n),
+            # and prompt_toolkit waits 1 s for the answer when a line is entered; a real
+            # terminal answers at once (tests/test_terminal_input.py answers it too)
+            "PROMPT_TOOLKIT_NO_CPR": "1"}
     played = tmp_path / "script.json"  # a file: a 10,000-line answer is too long for argv
     played.write_text(json.dumps([delay, label, script]), encoding="utf-8")
     return pexpect.spawn(sys.executable, ["-c", DRIVER, str(played), "code", str(folder), *args],
