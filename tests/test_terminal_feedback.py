@@ -148,6 +148,23 @@ def test_no_spinner_on_a_dumb_terminal(tmp_path):
     assert THINKING not in shown and "\x1b" not in shown
 
 
+def test_no_spinner_in_a_recorded_console_even_when_force_color_is_set(monkeypatch, tmp_path):
+    # A Jupyter kernel sets FORCE_COLOR=1, and rich then calls any file a terminal: the
+    # lesson's recorded screen (a StringIO) got spinner frames and its text twice
+    import io
+
+    from vibe_agent.course.scripted import ScriptedModel, answer
+    from vibe_agent.terminal import Session
+
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    console = Console(record=True, width=80, file=io.StringIO(), color_system=None)
+    session = Session(ScriptedModel([answer("先运行测试，看看哪里失败。")]).client(), "m",
+                      tmp_path, console, approve="yolo", timings=False)
+    session.run(lines=["你好"])
+    shown = console.export_text()
+    assert THINKING not in shown and shown.count("先运行测试") == 1
+
+
 # --- answers as Markdown -------------------------------------------------------------
 
 def test_a_code_block_is_rendered_and_an_escape_inside_it_stays_escaped(tmp_path):

@@ -210,8 +210,10 @@ class Screen:
 
     def __init__(self, console: Console) -> None:
         self.console = console
+        # A terminal that can redraw a line; rich's is_terminal alone is not enough: with
+        # FORCE_COLOR (a Jupyter kernel sets it) any file counts, even a StringIO
         self.live = (console.is_terminal and not console.is_dumb_terminal
-                     and not console.is_jupyter)  # a terminal that can redraw a line
+                     and not console.is_jupyter and console.file.isatty())
         self.display: _SelfClearing | None = None
         self.spinning = False  # the display is the spinner (else the preview, or nothing)
         self.pending: list[str] = []  # the model's text not printed yet
