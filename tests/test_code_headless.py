@@ -218,8 +218,8 @@ def test_slash_model_refuses_what_it_cannot_switch_to_and_is_in_help(tmp_path):
     child.expect_exact(PROMPT)
     child.send("/help\r")
     child.expect(r"/model\s+显示现在的模型和运行模式")
-    for name, says in (("gpt-x", "离线模式下回答的是已知修复模型"), ("two words", "不像模型名"),
-                       ("evil\x1b[2J", "不像模型名")):
+    # (an ESC typed at the prompt is the Escape key, never text: see the next test)
+    for name, says in (("gpt-x", "离线模式下回答的是已知修复模型"), ("two words", "不像模型名")):
         child.expect_exact(PROMPT)
         child.send(f"/model {name}\r")
         child.expect("没有换：")
@@ -232,6 +232,15 @@ def test_slash_model_refuses_what_it_cannot_switch_to_and_is_in_help(tmp_path):
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_slash_model_refuses_a_name_with_control_characters(tmp_path):
+    from vibe_agent.terminal import COMMANDS, Session
+
+    session = Session(ScriptedModel([]).client(), "m", tmp_path, io_console())
+    COMMANDS["/model"].run(session, "evil\x1b[2J")
+    shown = session.console.file.getvalue()
+    assert session.model == "m" and "不像模型名" in shown and "\x1b" not in shown
 
 
 # --- bench --agent code: the terminal agent, measured ------------------------------------

@@ -51,7 +51,7 @@ def test_a_task_fixed_in_offline_mode_with_yolo(tmp_path):
     child.expect_exact(PROMPT)
     assert judged_by_us(workspace) != 0  # broken as shipped
     child.sendline("/task")
-    child.expect(r"▸ edit_file units\.py")
+    child.expect(r"▸ 改了 units\.py")
     child.expect(r"次模型调用")
     child.expect_exact(PROMPT)
     child.sendline("/diff")

@@ -18,6 +18,7 @@ from typing import Any
 import pexpect
 import pytest
 
+from vibe_agent.approval import print_diff
 from vibe_agent.sandbox import YES
 from vibe_agent.terminal import Session, visible
 
@@ -149,7 +150,7 @@ def test_the_answer_reaches_the_terminal_with_escapes_escaped(stream, tmp_path):
     assert "\x1b" not in screen and "\x9b" not in screen and "\u202e" not in screen
     assert r"1234567\x1b[2J清屏 \x1b]10;#000000\x07变黑 \u202e反向 \x9b[31m 完。" in screen
     assert re.search("\r\n第二行 +制表符", screen)  # an answer keeps its lines and tabs
-    assert r"read_file no\x1b[2Jsuch\x1b]10;#000000\x07.py" in screen  # the tool's line
+    assert r"✗ 读 no\x1b[2Jsuch\x1b]10;#000000\x07.py" in screen  # the tool's line
     assert r"\t" not in screen and r"\n" not in screen
 
 
@@ -174,10 +175,10 @@ def test_writes_that_were_not_asked_still_show_their_diff_after_the_fact(mode, t
         step("改好了。")])
     child.expect_exact(PROMPT)
     child.sendline("改一下税率")
-    child.expect(r"▸ edit_file bill\.py Edited bill\.py at line 1\.")
-    child.expect(r"▸ write_file new\.py")
+    child.expect(r"▸ 改了 bill\.py（第 1 行）")
+    child.expect(r"▸ 写了 new\.py（1 行）")
     first = str(child.before)
-    child.expect(r"✗ edit_file bill\.py")
+    child.expect(r"✗ 改 bill\.py：")
     second = str(child.before)
     child.expect("改好了")
     assert "    -TAX = 0.1" in first  # compact: indented under the tool's line
@@ -259,7 +260,7 @@ def recorded_session(tmp_path: Path, **options: Any) -> tuple[Session, io.String
 
 def test_blank_runs_are_named_and_indentation_kept(tmp_path):
     session, out = recorded_session(tmp_path)
-    session.print_diff("\n".join([
+    print_diff(session.console, "\n".join([
         "+" + " " * 8 + "return x",  # indentation: as it is
         "+x = 1" + " " * 40 + "# far away",  # a long run inside a line
         "+y = 2   ",  # blanks at the end of a line
@@ -278,7 +279,7 @@ def test_blank_runs_are_named_and_indentation_kept(tmp_path):
 
 def test_a_huge_single_line_is_counted_as_hidden_not_rendered(tmp_path):
     session, out = recorded_session(tmp_path)
-    hidden = session.print_diff("@@ -1 +1 @@\n+" + "A" * 5_000_000)
+    hidden = print_diff(session.console, "@@ -1 +1 @@\n+" + "A" * 5_000_000)
     assert hidden == 1 and "还有 1 行没有显示" in out.getvalue()
     assert len(out.getvalue()) < 1000
 

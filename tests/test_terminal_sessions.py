@@ -21,7 +21,7 @@ import pexpect
 import pytest
 from rich.console import Console
 
-from vibe_agent import sessions
+from vibe_agent import agents_md, sessions
 from vibe_agent.coding import remove_tree
 from vibe_agent.course.scripted import ScriptedModel, protocol_error
 from vibe_agent.terminal import Session
@@ -548,17 +548,17 @@ def test_unanswered_calls_are_answered_where_the_api_wants_them():
 
 
 def test_the_proposal_is_bounded_on_a_huge_folder(tmp_path):
-    for i in range(sessions.MAX_INIT_ENTRIES + 50):
+    for i in range(agents_md.MAX_INIT_ENTRIES + 50):
         (tmp_path / f"f{i}.py").touch()
-    text = sessions.propose_agents_md(tmp_path)
+    text = agents_md.propose_agents_md(tmp_path)
     assert "and 5020 more entries" in text or "more entries" in text
-    assert f"counted in the first {sessions.MAX_INIT_ENTRIES:,} entries only" in text
-    assert len(text.splitlines()) < sessions.MAX_LAYOUT_LINES + 20
+    assert f"counted in the first {agents_md.MAX_INIT_ENTRIES:,} entries only" in text
+    assert len(text.splitlines()) < agents_md.MAX_LAYOUT_LINES + 20
 
 
 def test_the_proposal_says_when_no_test_command_is_known(tmp_path):
     (tmp_path / "main.go").write_text("package main\n", encoding="utf-8")
-    text = sessions.propose_agents_md(tmp_path)
+    text = agents_md.propose_agents_md(tmp_path)
     assert "No test command was found" in text and "Go (1 files)" in text
     from vibe_agent.verdict import command_in_agents_md
     assert command_in_agents_md(text) is None

@@ -51,7 +51,20 @@ and the chapters the loop leaves out, each switched on as a layer or a tool:
     stream.py          a streamed reply joined back into one message             (15)
     verdict.py         after a turn that changed files, the project's tests say  (15)
     undo.py            checkpoints of the workspace, for the terminal's /undo    (15)
-    terminal.py        the terminal coding agent: every part above at one prompt (15)
+    terminal.py        the terminal coding agent: every part above at one prompt;
+                       the Session, a turn, the prompt loop, the banner          (15)
+    code_agent.py      the terminal agent's tools and rules, built in one place  (15)
+    approval.py        an action asked at the terminal: the rule the tools obey,
+                       the diff or call a person is shown                    (08, 15)
+    permissions.py     the project's rules: allow, ask, deny (deny beats ask
+                       beats allow); the approval modes are the defaults below   (15)
+    commands.py        the slash commands: a table, `@command` adds one          (15)
+    screen.py          what a person sees: the spinner, the answer as Markdown,
+                       a step's line; `visible` escapes control characters       (15)
+    prompt_input.py    the prompt: line editing, history, Tab, @path, !command   (15)
+    sessions.py        a session saved, resumed (--continue, --resume), cleared  (15)
+    agents_md.py       /init: an AGENTS.md proposed from the folder, written
+                       on a yes                                                  (15)
 
 Everything the course needs around it (run modes, recordings, scripted and local
 models, the command line, notebook tooling, checkers, the bench and its judge) lives

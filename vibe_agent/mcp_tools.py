@@ -189,7 +189,7 @@ def tool_refusal(policy: Policy, call: MCPCall) -> str | None:
         return policy.refusal(call)
     if call.read_only:
         return None
-    from .terminal import visible  # the one escaping function for what a person reads
+    from .screen import visible  # the one escaping function for what a person reads
 
     return policy.ask_person(dataclasses.replace(call, detail=visible(call.detail)),
                              call.warning)

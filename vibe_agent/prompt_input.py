@@ -41,7 +41,7 @@ from rich.markup import escape
 
 from .coding import MAX_FILE_BYTES, Workspace, WorkspaceError
 from .sandbox import NOT_ISOLATED_NOTE, SandboxUnavailable, run_in_sandbox
-from .terminal import visible
+from .screen import visible
 
 PROMPT = "› "
 MAX_HISTORY_ENTRIES = 1_000  # lines a project's history keeps (the oldest go first)

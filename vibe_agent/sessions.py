@@ -1,4 +1,4 @@
-"""Sessions of the terminal agent: saved, resumed, cleared; and `/init`'s AGENTS.md.
+"""Sessions of the terminal agent: saved, resumed, cleared (/init is `agents_md.py`).
 
 After every turn the session writes two files side by side (atomically):
 
@@ -24,10 +24,7 @@ not a session, is cut short or breaks the API's rules is refused with a Chinese
 message; it is only read, never changed.
 
 `/clear` empties the history (the next request starts from the system prompt, rebuilt
-from today's AGENTS.md); the trajectory and /undo go on. `/init` proposes an AGENTS.md
-from what it finds in the folder, without asking a model: the test command
-(`verdict.find_test_command`), the top-level layout, the languages; it is shown whole and
-written only after a yes (an existing one: its diff first; a link: never).
+from today's AGENTS.md); the trajectory and /undo go on.
 """
 
 from __future__ import annotations
@@ -35,12 +32,11 @@ from __future__ import annotations
 import json
 import os
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .memory import AGENTS_FILE
+from .screen import visible
 from .trace import Trace, TraceStep, shorten
 
 FORMAT, VERSION = "vibe_agent-session", 1
@@ -186,25 +182,11 @@ def _replace(path: Path, text: str) -> None:
     os.replace(temp, path)
 
 
-def _write_new(root: Path, text: str) -> None:
-    """Write AGENTS.md in the workspace: a new file (never through a link), renamed over."""
-    temp = root / f".{AGENTS_FILE}.{uuid.uuid4().hex}.partial"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(temp, root / AGENTS_FILE)
-    finally:
-        temp.unlink(missing_ok=True)
-
-
 def read(path: Path) -> SavedSession:
     """The session saved at `path` (its .session.json, or the trajectory beside it).
 
     Raises SessionError (Chinese, escaped for the screen) for a missing, foreign,
     cut-short or broken file; the file is only read."""
-    from .terminal import visible
-
     try:
         return _read(path)
     except SessionError as exc:  # names and texts from the file: shown escaped
@@ -343,8 +325,6 @@ def restore(session: Any, saved: SavedSession) -> str:
         messages[0] = {"role": "system", "content": session.system_prompt or ""}
     session.messages[:] = messages
     session.trace[:0] = saved.trace
-    from .terminal import visible
-
     requests = [step.content or "" for step in saved.trace if step.kind == "user"
                 and step.trigger == "request"]
     told = (f"对话恢复了 {len(messages)} 条消息，最后一个请求是「{shorten(requests[-1], 60)}」"
@@ -379,92 +359,6 @@ def _changes(before: dict[str, str] | None, now: dict[str, str] | None) -> list[
     return sorted(path for path in before.keys() | now.keys() if before.get(path) != now.get(path))
 
 
-# ---------------------------------------------------------------------------
-# /init: an AGENTS.md proposed from what the folder holds
-# ---------------------------------------------------------------------------
-
-MAX_INIT_ENTRIES = 5_000  # entries looked at, at most
-MAX_INIT_DEPTH = 8
-MAX_LAYOUT_LINES = 30
-SKIPPED = frozenset({".git", "__pycache__", ".pytest_cache", ".venv", "venv", "node_modules",
-                     ".tox", ".mypy_cache", ".ruff_cache", ".vibe_agent", ".tool_results"})
-LANGUAGES = {".py": "Python", ".js": "JavaScript", ".ts": "TypeScript", ".go": "Go",
-             ".rs": "Rust", ".java": "Java", ".c": "C", ".h": "C", ".cpp": "C++",
-             ".rb": "Ruby", ".sh": "Shell", ".ipynb": "Jupyter notebooks", ".md": "Markdown"}
-
-
-def _names(name: str) -> str:
-    """A file name as AGENTS.md may hold it: escaped, and no backticks (no code spans)."""
-    from .terminal import visible
-
-    return visible(name).replace("`", "'")
-
-
-def _walk(root: Path) -> tuple[dict[str, int], dict[str, int], bool]:
-    """(files per top-level entry, files per language, whether the walk stopped early);
-    never follows a link, skips SKIPPED folders, bounded in entries and depth."""
-    top: dict[str, int] = {}
-    languages: dict[str, int] = {}
-    stack: list[tuple[Path, str | None, int]] = [(root, None, 0)]
-    seen = 0
-    while stack:
-        folder, first, depth = stack.pop()
-        try:
-            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
-        except OSError:
-            continue
-        for entry in entries:
-            seen += 1
-            if seen > MAX_INIT_ENTRIES:
-                return top, languages, True
-            name = first or entry.name + ("/" if entry.is_dir(follow_symlinks=False) else "")
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIPPED and depth < MAX_INIT_DEPTH:
-                    top.setdefault(name, 0)
-                    stack.append((Path(entry.path), name, depth + 1))
-            elif entry.is_file(follow_symlinks=False):
-                top[name] = top.get(name, 0) + 1
-                language = LANGUAGES.get(os.path.splitext(entry.name)[1].lower())
-                if language:
-                    languages[language] = languages.get(language, 0) + 1
-    return top, languages, False
-
-
-def propose_agents_md(root: Path, test_command: str | None = None) -> str:
-    """An AGENTS.md for the project at `root`, from what is found there (no model)."""
-    from .verdict import find_test_command
-
-    found = find_test_command(root, test_command)
-    top, languages, cut = _walk(root)
-    top.pop(AGENTS_FILE, None)
-    lines = ["# AGENTS.md", "",
-             "Notes for coding agents (and people) working on this project. Proposed by "
-             "`/init` from what it found in the folder, without asking a model: correct "
-             "anything that is wrong.", "", "## Tests"]
-    if found:
-        lines.append(f"- Run the tests: `{found[0]}`")
-    else:
-        lines.append("- No test command was found: write the one that runs this project's "
-                     "tests here, in backticks.")
-    lines += ["", "## Layout"]
-    folders = sorted(name for name in top if name.endswith("/"))
-    files = sorted(name for name in top if not name.endswith("/"))
-    for name in (folders + files)[:MAX_LAYOUT_LINES]:
-        count = f": {top[name]} files" if name.endswith("/") else ""
-        lines.append(f"- {_names(name)}{count}")
-    if len(top) > MAX_LAYOUT_LINES:
-        lines.append(f"- ... and {len(top) - MAX_LAYOUT_LINES} more entries")
-    if not top:
-        lines.append("- (the folder is empty)")
-    lines += ["", "## Languages"]
-    ranked = sorted(languages.items(), key=lambda item: (-item[1], item[0]))
-    lines.append("- " + ", ".join(f"{name} ({count} files)" for name, count in ranked)
-                 if ranked else "- none recognised")
-    if cut:
-        lines.append(f"- (counted in the first {MAX_INIT_ENTRIES:,} entries only)")
-    return "\n".join(lines) + "\n"
-
-
 def clear_command(session: Any) -> None:
     """/clear: a fresh conversation in the same workspace (recorded in the trajectory)."""
     from .memory import coding_system_prompt
@@ -477,47 +371,3 @@ def clear_command(session: Any) -> None:
     session.save()
     session.console.print("已开始新的对话：模型不再记得前面说过的话。"
                           "工作区、运行记录和 /undo 都还在。")
-
-
-def init_command(session: Any) -> None:
-    """/init: show the proposal whole, and write it only when the person says y."""
-    from .terminal import _diff_texts, visible
-    from .verdict import find_test_command
-
-    console, path = session.console, session.root / AGENTS_FILE
-    proposal = propose_agents_md(session.root, session.test_command)
-    if path.is_symlink() or path.exists() and not path.is_file():
-        console.print(f"{AGENTS_FILE} 是链接或者不是普通文件：/init 不会动它。")
-        return
-    old = path.read_text("utf-8", "replace") if path.exists() else None
-    console.print(f"根据文件夹里找到的内容（测试命令、目录结构、语言）拟了一份 {AGENTS_FILE}，"
-                  "没有问模型：", markup=False)
-    console.print(visible(proposal, multiline=True), markup=False, highlight=False)
-    if old == proposal:
-        console.print(f"现有的 {AGENTS_FILE} 已经是这样了，不用改。")
-        return
-    if old is None:
-        question = f"写入 {AGENTS_FILE} 吗？[y/N] "
-    else:
-        console.print(f"[bold]工作区里已经有 {AGENTS_FILE}。换成上面这份，会这样改：[/]")
-        session.print_diff(_diff_texts({AGENTS_FILE: old}, {AGENTS_FILE: proposal}), rows=None)
-        question = f"用上面这份替换现有的 {AGENTS_FILE} 吗？[y/N] "
-    from .sandbox import YES
-
-    ask = session.ask or (lambda text: console.input(text, markup=False))
-    try:
-        reply = ask(question)
-    except (EOFError, KeyboardInterrupt):
-        reply = ""
-        console.print()
-    if reply.strip().lower() not in YES:
-        console.print(f"没有写 {AGENTS_FILE}。")
-        return
-    try:
-        _write_new(session.root, proposal)
-    except OSError as exc:
-        console.print(f"[red]没能写入 {AGENTS_FILE}（{exc.strerror or exc}）。[/]")
-        return
-    if session.judge is None:  # the person chose it: the verdict may use its test command
-        session.tests = find_test_command(session.root, session.test_command)
-    console.print(f"已写入 {AGENTS_FILE}。模型在 /clear 之后或者下次会话里会读到它。")

@@ -26,7 +26,8 @@ import time
 from collections.abc import Sequence
 
 from ..loop import AgentResult, run_agent
-from ..trace import TraceStep, render_step
+from ..screen import trace_line, visible
+from ..trace import TraceStep
 from .cassette import CassetteError, RecordingFailed, ReplayMiss, promote_partial
 from .chinese_argparse import ChineseArgumentParser, positive_int_type
 from .client import (
@@ -72,7 +73,7 @@ def _connect(args: argparse.Namespace) -> CourseClient:
 
 
 def _print_step(step: TraceStep) -> None:
-    say("  " + render_step(step))
+    say("  " + visible(trace_line(step)))  # in Chinese; the trace keeps its identifiers
 
 
 def _tokens(result: AgentResult) -> str:

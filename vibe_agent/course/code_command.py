@@ -117,6 +117,8 @@ def add_parser(sub: Any) -> None:
     code.add_argument("--output-format", choices=("text", "json"), default="text",
                       help="-p 的输出：text（只有回答，默认）或 json（一个 JSON 对象：回答、"
                            "停止原因、判定、tokens、调用次数、运行记录的路径）")
+    code.add_argument("--notify-after", type=float, metavar="秒",
+                      help="一轮超过这么多秒才结束时响一声铃（终端的 bell；不写：不响）")
     code.set_defaults(func=main)
 
 
@@ -238,6 +240,7 @@ def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
                           judge=verdict_line(task) if task else None, rules=rules,
                           state_dir=home or _state_dir() / "undo", resume=resume,
                           history=_state_dir() / "history" / f"{key}.txt",
+                          notify_after=args.notify_after,
                           notice=OFFLINE_ON_YOUR_PROJECT if (
                               model == KNOWN_FIX_MODEL_NAME and task is None) else "",
                           fixed_model=OFFLINE_MODEL if model == KNOWN_FIX_MODEL_NAME else
