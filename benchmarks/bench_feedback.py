@@ -3,10 +3,12 @@
     python benchmarks/bench_feedback.py [--runs N] [--modes offline,scripted-live,local]
 
 `python -m vibe_agent code` runs in a real pseudo-terminal (pexpect, TERM=xterm, 100x30).
-For each request the clock starts when Enter is sent; the terminal's own echo of the
-typed line is skipped, and the clock stops at the first byte the program writes after it
-(with this package: the spinner's first frame). Start-up is the time from starting the
-process to its prompt. Medians of N, in seconds.
+For each request the clock starts when Enter is sent and stops when the person can see
+that something is happening: the spinner's text (`screen.THINKING`), or the turn's last
+line if it ends before any spinner. (The prompt's own redraw of the typed line does not
+count.) Start-up is the time from starting the process to its prompt. Medians of N, in
+seconds. pexpect is no terminal that answers prompt_toolkit's cursor-position request,
+so PROMPT_TOOLKIT_NO_CPR=1 is set (unanswered, prompt_toolkit waits 1 s for it).
 
 Modes:
     offline        --task weather_fahrenheit --mode offline (the known-fix model, no LLM)
@@ -29,6 +31,7 @@ import time
 import pexpect
 
 PROMPT = "› "
+THINKING = "等模型回复"  # vibe_agent.screen.THINKING: the spinner's words
 SCRIPTED = """
 import sys, time
 from vibe_agent.course import code_command
@@ -56,7 +59,8 @@ def measure(mode: str, runs: int) -> tuple[float, list[float]]:
     """(start-up seconds, seconds from Enter to the first byte after the echo, per run)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
     with tempfile.TemporaryDirectory(prefix="bench-feedback-") as home:
-        env |= {"TERM": "xterm", "XDG_STATE_HOME": home, "COLUMNS": "100", "LINES": "30"}
+        env |= {"TERM": "xterm", "XDG_STATE_HOME": home, "COLUMNS": "100", "LINES": "30",
+                "PROMPT_TOOLKIT_NO_CPR": "1"}
         started = time.perf_counter()
         child = pexpect.spawn(sys.executable, MODES[mode], env=env, cwd=home,
                               encoding="utf-8", timeout=600, dimensions=(30, 100))
@@ -67,11 +71,11 @@ def measure(mode: str, runs: int) -> tuple[float, list[float]]:
             line = f"你好 {number}"
             child.send(line + "\r")
             sent = time.perf_counter()
-            child.expect_exact(line)  # the terminal's echo of what was typed
-            child.expect_exact("\r\n")
-            child.read_nonblocking(1, timeout=600)  # the program's first byte
-            waits.append(time.perf_counter() - sent)
-            child.expect("次模型调用")
+            if child.expect_exact([THINKING, "次模型调用"]) == 0:  # a sign of life
+                waits.append(time.perf_counter() - sent)
+                child.expect_exact("次模型调用")
+            else:  # the turn ended before any spinner showed
+                waits.append(time.perf_counter() - sent)
             child.expect_exact(PROMPT)
         child.sendeof()
         child.expect(pexpect.EOF)
