@@ -548,3 +548,12 @@ def test_read_junit_gives_one_outcome_per_test_id(tmp_path: Path):
     (tmp_path / "cut.xml").write_text(JUNIT[:200], encoding="utf-8")
     assert judge.read_junit(tmp_path / "cut.xml") == {}  # a killed run: no verdicts
     assert judge.read_junit(tmp_path / "none.xml") == {}
+
+
+def test_the_projects_rules_are_neither_judged_nor_discarded(tmp_path: Path):
+    """The terminal's `.vibe_agent/settings.json` (answer A) is the person's, not a fix."""
+    workspace = copy_repo(WEATHER, tmp_path / "ws")
+    (workspace / ".vibe_agent").mkdir()
+    (workspace / ".vibe_agent" / "settings.json").write_text("{}\n", encoding="utf-8")
+    (workspace / "units.py").write_text("x = 1\n", encoding="utf-8")
+    assert judge.agent_changes(WEATHER, workspace) == ({"units.py": "modified"}, {})

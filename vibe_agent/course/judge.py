@@ -65,6 +65,7 @@ OUTPUT_CHARS = 2_000  # of the judging run's output kept (its end)
 TEST_DIRS = frozenset({"tests", "test", "testing"})
 CONFIG_FILES = frozenset({"pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "conftest.py"})
 IGNORED = frozenset({"__pycache__", ".pytest_cache", ".git"})
+SETTINGS_DIR = ".vibe_agent"  # vibe_agent.permissions: the project's rules, the person's
 MAX_DEPTH = 64  # folders nested deeper: the workspace is not judged (the coding tools stop there)
 MAX_ENTRIES = 20_000  # files, folders and links in a workspace; more: it is not judged
 # Imports pytest from the installation first, then puts the project's folder in front,
@@ -205,7 +206,10 @@ def _files(root: Path) -> dict[str, str]:
 
 
 def _ignored(path: str, info: os.stat_result) -> bool:
-    return path.rpartition("/")[2] in IGNORED and stat.S_ISDIR(info.st_mode)
+    """Caches and .git anywhere, and the terminal's project settings at the top (the
+    person's permission rules, `.vibe_agent/`: never part of a fix, nor a discarded one)."""
+    name = path.rpartition("/")[2]
+    return (name in IGNORED or path == SETTINGS_DIR) and stat.S_ISDIR(info.st_mode)
 
 
 def _matches(path: str, patterns: tuple[str, ...]) -> bool:
