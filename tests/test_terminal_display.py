@@ -44,10 +44,10 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
-def environment(tmp_path: Path) -> dict[str, str]:
+def environment(tmp_path: Path, width: int = WIDTH, height: int = HEIGHT) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
-    return env | {"XDG_STATE_HOME": str(tmp_path / "state"), "COLUMNS": str(WIDTH),
-                  "LINES": str(HEIGHT), "TERM": "dumb"}
+    return env | {"XDG_STATE_HOME": str(tmp_path / "state"), "COLUMNS": str(width),
+                  "LINES": str(height), "TERM": "dumb"}
 
 
 def spawn(args: list[str], tmp_path: Path, script: list[dict[str, Any]] | None = None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import pexpect
 import pytest
 from rich.console import Console
+from test_terminal_display import environment as terminal_environment
 
 from vibe_agent import agents_md, sessions
 from vibe_agent.coding import remove_tree
@@ -57,9 +57,7 @@ sys.exit(main(sys.argv[3:]))
 
 
 def environment(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
-    return env | {"XDG_STATE_HOME": str(tmp_path / "state"), "COLUMNS": str(WIDTH),
-                  "LINES": str(HEIGHT), "TERM": "dumb"}
+    return terminal_environment(tmp_path, WIDTH, HEIGHT)
 
 
 def spawn(args: list[str], tmp_path: Path, script: list[dict[str, Any]] | None = None,
