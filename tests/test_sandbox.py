@@ -9,6 +9,7 @@ escapes. Tests marked `needs_root` probe what only root could do (CI runs as roo
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -304,10 +305,35 @@ def test_proc_is_not_writable_as_root(bwrap_only, workspace, path, value):
 
 
 def test_the_command_is_nobody_without_capabilities(bwrap_only, workspace):
-    result = run("id -u; id -g; grep -E '^Cap(Eff|Prm|Bnd):' /proc/self/status", workspace)
+    result = run("id -u; id -g; grep -E '^Cap(Eff|Prm|Bnd):' /proc/self/status; "
+                 "cat /proc/self/uid_map", workspace)
     lines = result.output.split()
     assert lines[:2] == [str(sandbox.SANDBOX_UID), str(sandbox.SANDBOX_GID)]
-    assert lines[3::2] == ["0000000000000000"] * 3  # no capability, not even to regain one
+    assert lines[3:6:2] == ["0000000000000000"] * 2  # no capability
+    uid_map = lines[8:]
+    if uid_map == ["0", "0", "4294967295"]:  # the host's users: not even one to regain
+        assert lines[7] == "0000000000000000"
+    else:  # a namespace of its own (also as root): the host's root is not in it at all
+        assert uid_map == [str(sandbox.SANDBOX_UID), mine(), "1"]
+
+
+def mine() -> str:
+    """Who the sandbox's user is on the host: nobody itself as root, else us."""
+    return str(sandbox.SANDBOX_UID if os.geteuid() == 0 else os.geteuid())
+
+
+@needs_root
+def test_as_root_each_command_has_a_process_limit_of_its_own(bwrap_only, workspace):
+    """Two sandboxes at once, each one process short of the limit: as one shared budget
+    of uid 65534 (before `unshare`) the second one's fork failed."""
+    if not sandbox._own_user_namespace():
+        pytest.skip("nobody may not make a user namespace here: every sandbox shares one limit")
+    holds = (f"for i in $(seq {sandbox.MAX_PROCESSES - 4}); do sleep 2 & done; "
+             "echo started; wait")
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda folder: run(holds, folder, timeout=20),
+                                [workspace, Path(tempfile.mkdtemp(dir=workspace.parent))]))
+    assert [result.output for result in results] == ["started\n", "started\n"]
 
 
 def test_the_sandbox_shows_no_host_users(bwrap_only, workspace):

@@ -18,8 +18,10 @@ at `/workspace`, the system and the Python installation read-only, a fresh small
 from scratch, so no API key from our process or from `.env` reaches it. It runs as
 uid 65534 ("nobody"); when we are root, that is a real change of user (root inside a
 sandbox can still write what root may write, e.g. /proc/sys/kernel/core_pattern).
-Four programs start per command: bwrap, `setpriv` (as root only: it changes user),
-`prlimit` (the limits, which every process of the command inherits) and the shell.
+Three programs start per command: bwrap, `prlimit` (the limits, which every process of
+the command inherits) and the shell; as root two more: `setpriv` (it changes user) and
+`unshare` (a user namespace of the command's own, so that its process limit is its own,
+not shared with every other sandbox of uid 65534 running at the same time).
 
 Without a usable bubblewrap (macOS, or bwrap not installed) `run_in_sandbox` refuses
 with SandboxUnavailable, unless the person chose, once, to run commands unisolated:
@@ -76,7 +78,7 @@ NOT_ISOLATED = "⚠ 没有 bubblewrap：命令没有隔离，直接在本机运�
 NOT_ISOLATED_NOTE = "[note: no sandbox: this command ran directly on the host, not isolated]"
 
 # Limits for every command (bubblewrap: all four; unisolated: memory and file size).
-MAX_PROCESSES = 128  # processes and threads of uid 65534 at once (as root: all sandboxes together)
+MAX_PROCESSES = 128  # processes and threads of one command at once (see _own_user_namespace)
 MAX_MEMORY = 1 << 30  # bytes of address space per process (RLIMIT_AS)
 MAX_FILE_SIZE = 64 << 20  # bytes: the largest file a command may write (RLIMIT_FSIZE)
 TMP_SIZE = 128 << 20  # bytes: the sandbox's own /tmp (memory-backed)
@@ -171,6 +173,8 @@ def bwrap_argv(command: str, workspace: Path) -> list[str]:
         become = [shutil.which("setpriv") or "setpriv", f"--reuid={SANDBOX_UID}",
                   f"--regid={SANDBOX_GID}", "--clear-groups", "--inh-caps=-all",
                   "--bounding-set=-all", "--"]
+        if _own_user_namespace():
+            become += _unshare_user()
     else:  # a user namespace that maps our own uid to 65534 inside
         argv += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
         become = []
@@ -217,6 +221,34 @@ def _sandbox_etc() -> Path:
 
 
 _KEPT: list[tempfile.TemporaryDirectory[str]] = []
+
+
+def _unshare_user() -> list[str]:
+    """As root, after setpriv: nobody makes a user namespace of its own, nobody mapped to
+    itself and the host's root not mapped at all.
+
+    The kernel counts RLIMIT_NPROC per user namespace, so one command's fork bomb does not
+    starve the other sandboxes of uid 65534 (a bench's four workers, a second test
+    worker). The capabilities a new namespace brings are over that namespace only, and
+    the exec that follows (uid 65534, not 0, inside) clears them.
+    """
+    return [shutil.which("unshare") or "unshare", "--user", f"--map-user={SANDBOX_UID}",
+            f"--map-group={SANDBOX_GID}", "--"]
+
+
+@functools.cache
+def _own_user_namespace() -> bool:
+    """As root: whether nobody may make a user namespace here (checked once).
+
+    Where the kernel forbids it (user.max_user_namespaces = 0, or AppArmor as on Ubuntu
+    24.04), commands still run as nobody, but all of them share one MAX_PROCESSES.
+    """
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    done = subprocess.run([shutil.which("setpriv") or "setpriv", f"--reuid={SANDBOX_UID}",
+                           f"--regid={SANDBOX_GID}", "--clear-groups", *_unshare_user(),
+                           "true"], capture_output=True, timeout=30)
+    return done.returncode == 0
 
 
 @functools.cache
