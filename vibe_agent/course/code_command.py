@@ -208,8 +208,6 @@ def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
         return _usage_error(str(exc))
     summarize = scripted_summarizer if model == KNOWN_FIX_MODEL_NAME else model_summarizer(
         client, model=model)
-    from ..mcp_tools import MCPServerError, mcp_registry  # the SDK imports slowly: only now
-
     session: Session | None = None
 
     def approve(action: Action) -> bool | str:
@@ -221,6 +219,9 @@ def _open(args: argparse.Namespace, console: Console, task: BugFixTask | None,
     with ExitStack() as stack:
         mcp_tools = []
         for name, command in filter(None, servers):
+            # the SDK costs ~0.7 s of CPU to import: only a session with a server pays it
+            from ..mcp_tools import MCPServerError, mcp_registry
+
             try:
                 mcp_tools.append(stack.enter_context(mcp_registry(command, name=name,
                                                                   policy=approve)))
