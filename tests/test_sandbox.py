@@ -323,6 +323,20 @@ def mine() -> str:
 
 
 @needs_root
+def test_where_nobody_may_make_no_user_namespace_the_command_is_still_nobody(bwrap_only,
+                                                                           workspace):
+    """The fallback chain (no `unshare`): the host's users, every capability gone."""
+    argv = sandbox.bwrap_argv("id -u; grep -E '^Cap(Eff|Prm|Bnd):' /proc/self/status; "
+                              "cat /proc/self/uid_map", workspace, own_namespace=False)
+    with sandbox._handed_over(workspace):
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    lines = done.stdout.split()
+    assert lines[0] == str(sandbox.SANDBOX_UID) and "unshare" not in " ".join(argv)
+    assert lines[2:7:2] == ["0000000000000000"] * 3
+    assert lines[7:] == ["0", "0", "4294967295"]
+
+
+@needs_root
 def test_as_root_each_command_has_a_process_limit_of_its_own(bwrap_only, workspace):
     """Two sandboxes at once, each one process short of the limit: as one shared budget
     of uid 65534 (before `unshare`) the second one's fork failed."""

@@ -148,7 +148,8 @@ def _limit_flags() -> list[str]:
     return [f"--nproc={MAX_PROCESSES}", f"--as={MAX_MEMORY}", f"--fsize={MAX_FILE_SIZE}"]
 
 
-def bwrap_argv(command: str, workspace: Path) -> list[str]:
+def bwrap_argv(command: str, workspace: Path, *, own_namespace: bool | None = None
+               ) -> list[str]:
     """The bubblewrap command line that runs `command` with `workspace` at /workspace.
 
     The command runs as uid/gid 65534 ("nobody"). When we are root, that is a real
@@ -158,6 +159,8 @@ def bwrap_argv(command: str, workspace: Path) -> list[str]:
     Args:
         command: a shell command line.
         workspace: the host folder the command may read and write.
+        own_namespace: as root, whether the command makes a user namespace of its own
+            (`_unshare_user`); None: wherever the kernel allows it.
     """
     argv = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session",
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
@@ -173,7 +176,7 @@ def bwrap_argv(command: str, workspace: Path) -> list[str]:
         become = [shutil.which("setpriv") or "setpriv", f"--reuid={SANDBOX_UID}",
                   f"--regid={SANDBOX_GID}", "--clear-groups", "--inh-caps=-all",
                   "--bounding-set=-all", "--"]
-        if _own_user_namespace():
+        if _own_user_namespace() if own_namespace is None else own_namespace:
             become += _unshare_user()
     else:  # a user namespace that maps our own uid to 65534 inside
         argv += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
@@ -243,11 +246,12 @@ def _own_user_namespace() -> bool:
     Where the kernel forbids it (user.max_user_namespaces = 0, or AppArmor as on Ubuntu
     24.04), commands still run as nobody, but all of them share one MAX_PROCESSES.
     """
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
+    if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("bwrap") is None:
         return False
-    done = subprocess.run([shutil.which("setpriv") or "setpriv", f"--reuid={SANDBOX_UID}",
-                           f"--regid={SANDBOX_GID}", "--clear-groups", *_unshare_user(),
-                           "true"], capture_output=True, timeout=30)
+    with tempfile.TemporaryDirectory() as probe:  # the whole chain, as a command runs
+        argv = bwrap_argv("true", Path(probe), own_namespace=True)
+        with _handed_over(Path(probe)):
+            done = subprocess.run(argv, capture_output=True, timeout=30)
     return done.returncode == 0
 
 
