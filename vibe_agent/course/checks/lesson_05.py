@@ -50,8 +50,8 @@ from . import (
     Attempt,
     Problem,
     Report,
-    Verdict,
     attempt,
+    checker,
     checker_world,
     fail,
     short,
@@ -101,13 +101,12 @@ REPEAT_CASES: list[tuple[str, list[tuple[str, str]], tuple[str, str], int, bool,
 ]
 
 
-def check_is_repeat(fn: Callable[[list[tuple[str, str]], str, str, int], Any]) -> Verdict:
+@checker("练习 5.1：重复调用检测（名字 + 规范化参数，连续 N 次）", call_key, is_repeat, hint=(
+        "题目要你自己写出“名字 + 规范化参数”的比较：json.loads 再 "
+        "json.dumps(..., sort_keys=True)，坏 JSON 就比较去掉首尾空白的原文。"))
+def check_is_repeat(fn: Callable[[list[tuple[str, str]], str, str, int], Any],
+                    report: Report) -> None:
     """Exercise 5.1: True when this call makes `limit` identical calls in a row."""
-    report = Report("练习 5.1：重复调用检测（名字 + 规范化参数，连续 N 次）")
-    if report.borrows(fn, call_key, is_repeat, hint=(
-            "题目要你自己写出“名字 + 规范化参数”的比较：json.loads 再 "
-            "json.dumps(..., sort_keys=True)，坏 JSON 就比较去掉首尾空白的原文。")):
-        return report.verdict()
     for name, previous, (tool, arguments), limit, wanted, hint in REPEAT_CASES:
         with report.case(name):
             history = list(previous)
@@ -118,7 +117,6 @@ def check_is_repeat(fn: Callable[[list[tuple[str, str]], str, str, int], Any]) -
                 fail(f"应该返回 True 或 False，得到 {short(got)}", hint)
             if got != wanted:
                 fail(f"期望 {wanted}，得到 {got}（历史 {len(previous)} 条，limit={limit}）", hint)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -168,12 +166,10 @@ def _shares_state(cls: Callable[[int], Any]) -> bool:
     return newer is not None and attempt(newer.record, FAILED).value is True
 
 
-def check_tool_error_brake(cls: Callable[[int], Any]) -> Verdict:
+@checker("练习 5.2：工具连续失败刹车 ToolErrorBrake", hint=(
+        "这道题要你自己写这个类：__init__ 里记下 limit 和计数，record 里数连续失败。"))
+def check_tool_error_brake(cls: Callable[[int], Any], report: Report) -> None:
     """Exercise 5.2: a counter of failing tool results in a row, reset by a success."""
-    report = Report("练习 5.2：工具连续失败刹车 ToolErrorBrake")
-    if report.borrows(cls, hint=(
-            "这道题要你自己写这个类：__init__ 里记下 limit 和计数，record 里数连续失败。")):
-        return report.verdict()
     for name, limit, oks, wanted, hint in ERROR_CASES:
         with report.case(name):
             got = _record_all(attempt(cls, limit).get(hint), oks)
@@ -193,7 +189,6 @@ def check_tool_error_brake(cls: Callable[[int], Any]) -> Verdict:
         if got is not False:
             fail(f"第一个刹车记了 1 次失败后，第二个刹车的第 1 次失败就返回了 {got!r}："
                  "两个实例共用了同一个计数", SHARED_HINT)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -561,19 +556,16 @@ def _signature_problem(fn: Callable[..., Any]) -> Problem:
     return None
 
 
-def check_braked_loop(fn: Callable[..., Any]) -> Verdict:
+@checker("练习 5.3：装好刹车的循环（对手是一组故意捣乱的脚本模型，不是 LLM）", run_agent, hint=(
+        "这道题要你亲手把刹车装进练习 4.1 的循环：is_repeat、ToolErrorBrake、"
+        "openai.APIError 和轮次上限，都写在你自己的 for 循环里。"))
+def check_braked_loop(fn: Callable[..., Any], report: Report) -> None:
     """Exercise 5.3: the loop with every brake, against each misbehaving scripted model."""
-    report = Report("练习 5.3：装好刹车的循环（对手是一组故意捣乱的脚本模型，不是 LLM）")
-    if report.borrows(fn, run_agent, hint=(
-            "这道题要你亲手把刹车装进练习 4.1 的循环：is_repeat、ToolErrorBrake、"
-            "openai.APIError 和轮次上限，都写在你自己的 for 循环里。")):
-        return report.verdict()
     if problem := _signature_problem(fn):
         with report.case("函数签名"):
             fail(*problem)
-        return report.verdict()
+        return
     for case in LOOP_CASES:
         with report.case(case.title):
             if problem := _loop_problem(run_loop(fn, case), case):
                 fail(*problem)
-    return report.verdict()

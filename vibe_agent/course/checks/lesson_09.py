@@ -36,7 +36,7 @@ from ...coding import workspace_diff
 from ...loop import AgentResult, StopReason
 from ...sandbox import why_not_isolated
 from ...trace import Trace
-from . import Report, Verdict, attempt, fail, short
+from . import Report, attempt, checker, fail, short
 
 # ---------------------------------------------------------------------------
 # Exercise 1: judge a run by its tests
@@ -204,11 +204,9 @@ def _judge_problem(got: Any, case: JudgeCase, seconds: float) -> str | None:
     return message
 
 
-def check_judge_by_tests(fn: Callable[..., Any]) -> Verdict:
+@checker("练习 9.1：judge_by_tests —— 修好没有，由测试说了算")
+def check_judge_by_tests(fn: Callable[..., Any], report: Report) -> None:
     """Exercise 9.1: decide by the test command's exit code in the sandbox, nothing else."""
-    report = Report("练习 9.1：judge_by_tests —— 修好没有，由测试说了算")
-    if report.borrows(fn):
-        return report.verdict()
     unisolated = why_not_isolated()
     with tempfile.TemporaryDirectory(prefix="vibe-judge-") as folder:
         outside = Path(folder) / "outside.txt"
@@ -232,7 +230,6 @@ def check_judge_by_tests(fn: Callable[..., Any]) -> Verdict:
                 if problem := _judge_problem(got, case, time.monotonic() - started):
                     fresh = name.endswith(FRESH) and report.failed == 0
                     fail(problem, HARD_CODED_HINT if fresh else case.hint)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -308,11 +305,9 @@ def _diff_problem(got: Any, expected: list[str]) -> str | None:
     return None
 
 
-def check_changed_files(fn: Callable[[str], Any]) -> Verdict:
+@checker("练习 9.2：changed_files —— agent 改了哪些文件")
+def check_changed_files(fn: Callable[[str], Any], report: Report) -> None:
     """Exercise 9.2: the paths a unified diff changes, in order, each once."""
-    report = Report("练习 9.2：changed_files —— agent 改了哪些文件")
-    if report.borrows(fn):
-        return report.verdict()
     with tempfile.TemporaryDirectory(prefix="vibe-diff-") as folder:
         for number, case in enumerate(DIFF_CASES, 1):
             with report.case(case.name):
@@ -320,4 +315,3 @@ def check_changed_files(fn: Callable[[str], Any]) -> Verdict:
                 got = attempt(fn, diff).get(case.hint)
                 if problem := _diff_problem(got, case.expected):
                     fail(problem, case.hint)
-    return report.verdict()

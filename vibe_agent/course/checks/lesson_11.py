@@ -26,7 +26,7 @@ from ...compact import compact, scripted_summarizer, split_rounds
 from ...loop import run_agent
 from ...registry import ToolRegistry
 from ..scripted import ScriptedModel, answer, call, calls, protocol_error
-from . import MAX_REQUESTS, MODEL, Problem, Report, Verdict, attempt, fail, short
+from . import MAX_REQUESTS, MODEL, Problem, Report, attempt, checker, fail, short
 
 Message = dict[str, Any]
 
@@ -94,13 +94,11 @@ def _rounds_problem(messages: list[Message], got: Any) -> Problem:
     return None
 
 
-def check_split_rounds(fn: Callable[[list[Message]], Any]) -> Verdict:
+@checker("练习 11.1：my_split_rounds —— 把历史切成一轮一轮", split_rounds, compact, hint=(
+        "这道题要你自己找出轮次的边界：每条 assistant 消息连同回答它的 tool 消息是一轮，"
+        "其余消息各自一轮。"))
+def check_split_rounds(fn: Callable[[list[Message]], Any], report: Report) -> None:
     """Exercise 11.1: the round boundaries of a history."""
-    report = Report("练习 11.1：my_split_rounds —— 把历史切成一轮一轮")
-    if report.borrows(fn, split_rounds, compact, hint=(
-            "这道题要你自己找出轮次的边界：每条 assistant 消息连同回答它的 tool 消息是一轮，"
-            "其余消息各自一轮。")):
-        return report.verdict()
     for name, messages, hint in ROUND_CASES:
         with report.case(name):
             given = copy.deepcopy(messages)
@@ -110,7 +108,6 @@ def check_split_rounds(fn: Callable[[list[Message]], Any]) -> Verdict:
             if problem := _rounds_problem(messages, got):
                 message, found = problem
                 fail(message, found or hint)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -252,13 +249,11 @@ def _run_problem(fn: Callable[..., Any]) -> Problem:
     return None
 
 
-def check_compact(fn: Callable[..., Any]) -> Verdict:
+@checker("练习 11.2：my_compact —— 中间换成摘要，头和尾原样保留", compact, hint=(
+        "这道题要你自己写 compact：切轮、留下 system 和任务、把中间交给 summarize、"
+        "接上最后几轮。"))
+def check_compact(fn: Callable[..., Any], report: Report) -> None:
     """Exercise 11.2: the learner's own compact."""
-    report = Report("练习 11.2：my_compact —— 中间换成摘要，头和尾原样保留")
-    if report.borrows(fn, compact, hint=(
-            "这道题要你自己写 compact：切轮、留下 system 和任务、把中间交给 summarize、"
-            "接上最后几轮。")):
-        return report.verdict()
     for name, messages, keep in COMPACT_CASES:
         with report.case(name):
             given = copy.deepcopy(messages)
@@ -273,4 +268,3 @@ def check_compact(fn: Callable[..., Any]) -> Verdict:
     with report.case("交给 run_agent(prepare=...) 跑一个脚本模型（不是 LLM）"):
         if problem := attempt(_run_problem, fn).get(ORPHAN_HINT):
             fail(*problem)
-    return report.verdict()
