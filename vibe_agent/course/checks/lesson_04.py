@@ -20,15 +20,8 @@ from typing import Any
 import openai
 
 from ...loop import DEFAULT_SYSTEM_PROMPT, run_agent
-from ..scripted import (
-    RequestCapReached,
-    ScriptedModel,
-    ScriptExhausted,
-    answer,
-    call,
-    calls,
-    misbehaving,
-)
+from .. import scripted
+from ..scripted import ScriptedModel, answer, call, calls, misbehaving
 from . import (
     MAX_REQUESTS,
     MODEL,
@@ -119,11 +112,11 @@ def _run(fn: Callable[..., Any], model: ScriptedModel, max_iters: int = 6) -> An
     error = outcome.error
     if isinstance(error, openai.APIStatusError) and error.status_code == 400 and model.requests:
         fail(*_explain_400(model.requests[-1]))
-    if isinstance(error, RequestCapReached):  # the scripted model refused to go on
+    if isinstance(error, scripted.RequestCapReached):  # the scripted model refused to go on
         why = "你用的是 while True。" if _source_has(fn, "while True") else ""
         fail(f"max_iters={max_iters}，模型却被调用了 {len(model.requests) - 1} 次，循环还在继续",
              why + RUNAWAY_HINT)
-    if isinstance(error, ScriptExhausted):
+    if isinstance(error, scripted.ScriptExhausted):
         fail("模型已经给出最终回答（没有 tool_calls），你的循环却又调用了一次模型", EXIT_HINT)
     if isinstance(error, TypeError) and model.requests:  # the next request could not be sent
         fail(outcome.raised(), RESULT_HINT)

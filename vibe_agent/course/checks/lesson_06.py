@@ -21,15 +21,7 @@ from typing import Any
 from ...loop import AgentResult, run_agent
 from ..reference import reference_model
 from ..scenarios import DEMO_TASKS
-from ..scripted import (
-    Reply,
-    ScriptedModel,
-    answer,
-    call,
-    calls,
-    misbehaving,
-    usage_of,
-)
+from ..scripted import Reply, ScriptedModel, answer, call, calls, misbehaving, usage_of
 from . import MAX_REQUESTS, MODEL, Report, attempt, checker, checker_registry, fail, short
 
 WORLD_CUP = DEMO_TASKS[3].question  # "2099 年世界杯冠军是谁？"

@@ -22,7 +22,8 @@ from typing import Any
 from ...context import trim_old_tool_results
 from ...loop import run_agent
 from ...registry import ToolRegistry
-from ..scripted import ScriptedModel, answer, call, calls, protocol_error, usage_of
+from .. import scripted
+from ..scripted import ScriptedModel, answer, call, calls, usage_of
 from . import MAX_REQUESTS, MODEL, Problem, Report, attempt, checker, fail, short
 
 Usage = list[dict[str, Any] | None]
@@ -307,8 +308,8 @@ def _run_problem(fn: Callable[..., Any]) -> Problem:
     model = notes_model()
     result = run_agent(model.client(), "读一读第 46 到 48 周的会议笔记。", notes_registry(),
                        model=MODEL, prepare=lambda messages: fn(messages, 1))
-    rejected = next((problem for body in model.requests if (problem := protocol_error(body))),
-                    None)
+    rejected = next((problem for body in model.requests
+                     if (problem := scripted.protocol_error(body))), None)
     if rejected:
         return (f"脚本模型拒绝了你发出的历史（HTTP 400）：{short(rejected, 160)}", DROP_HINT)
     if not result.ok:

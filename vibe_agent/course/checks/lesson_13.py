@@ -12,7 +12,8 @@ from typing import Any
 from ...loop import run_agent, run_tool, run_tools
 from ...registry import ToolDefinitionError, ToolRegistry, ToolResult
 from ...subagents import delegate_registry
-from ..scripted import Reply, Responder, ScriptedModel, answer, call, calls, offered_tools
+from .. import scripted
+from ..scripted import Reply, Responder, ScriptedModel, answer, call, calls
 from . import MAX_REQUESTS, Report, attempt, checker, fail, short
 
 # --- exercise 13.1: run_calls_concurrently ----------------------------------------------
@@ -271,7 +272,7 @@ def check_delegate(fn: Callable[..., Any], report: Report) -> None:
     with report.case("子 agent 拿不到 delegate，只有给它的工具"):
         model = ScriptedModel(_looks_up_then_answers("好"), max_requests=MAX_REQUESTS)
         attempt(_make(fn, model, _child_tools()[0]), "查一下").get("delegate 不应该抛异常。")
-        offered = sorted({name for b in model.requests for name in offered_tools(b)})
+        offered = sorted({name for b in model.requests for name in scripted.offered_tools(b)})
         if "delegate" in offered:
             fail(f"子 agent 被提供了这些工具：{offered}",
                  "把 delegate 从子 agent 的工具里去掉（tools.subset([n for n in tools.names "
