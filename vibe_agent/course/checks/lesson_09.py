@@ -22,12 +22,10 @@ folders; reading them with the unidiff library is allowed.
 
 from __future__ import annotations
 
-import os
 import secrets
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +34,7 @@ from ...coding import workspace_diff
 from ...loop import AgentResult, StopReason
 from ...sandbox import why_not_isolated
 from ...trace import Trace
+from ..environ import environment
 from . import Report, attempt, checker, fail, short
 
 # ---------------------------------------------------------------------------
@@ -175,21 +174,6 @@ def _write(root: Path, files: dict[str, str], outside: Path | None = None) -> Pa
     return root
 
 
-@contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    """Set environment variables for one case, then put everything back."""
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def _judge_problem(got: Any, case: JudgeCase, seconds: float) -> str | None:
     """What is wrong with the verdict `got` (the case's hint goes with it)."""
     if not isinstance(got, bool):
@@ -223,7 +207,7 @@ def check_judge_by_tests(fn: Callable[..., Any], report: Report) -> None:
             with report.case(name):
                 workspace = _write(Path(folder) / folder_name, case.files, outside)
                 started = time.monotonic()
-                with _environment(case.env):
+                with environment(case.env):
                     outcome = attempt(fn, _run_result(case), workspace, case.command,
                                       case.timeout)
                 got = outcome.get(case.hint)

@@ -35,6 +35,7 @@ from ...loop import StopReason, run_agent
 from ...memory import MemoryFile, memory_prompt
 from ...plan import FinishCheck, TodoList, tests_gate, todo_problems
 from ...sandbox import why_not_isolated
+from ..environ import environment
 from ..scripted import Reply, ScriptedModel, answer, call, calls
 from . import MODEL, Report, Verdict, attempt, checker, fail, short
 from .lesson_09 import (
@@ -49,7 +50,6 @@ from .lesson_09 import (
     TEST_CANNOT_SEE_OUTSIDE,
     TEST_NO_SECRET,
     JudgeCase,
-    _environment,
     _write,
 )
 
@@ -252,7 +252,7 @@ def check_tests_gate(fn: Callable[..., Any], report: Report) -> None:
                 continue
             with report.case(case.name):
                 workspace = _write(Path(folder) / f"project-{number}", case.files, outside)
-                with _environment(case.env):
+                with environment(case.env):
                     got = attempt(fn, case.answer, workspace, case.command, case.timeout)
                 if problem := _gate_problem(got.get(case.hint), case):
                     fail(*problem)
