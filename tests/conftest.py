@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx2
 import pytest
+from terminal_helpers import ScriptedEndpoint
 
 Route = Callable[[BaseHTTPRequestHandler], None]
 
@@ -97,3 +98,13 @@ def serve_model() -> Iterator[Callable[..., str]]:
 
     with _loopback_servers() as start:
         yield lambda model, key=None: start(lambda path: provider(model, key)) + "/v1"
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    """`ScriptedEndpoint` (tests/terminal_helpers.py) on 127.0.0.1: its base URL (.../v1)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedEndpoint)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()

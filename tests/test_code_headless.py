@@ -4,7 +4,6 @@ no terminal to ask (issue 28): subprocesses for the headless runs, a pty for /mo
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -12,18 +11,13 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from terminal_helpers import PROMPT, clean_env, finish, spawn_code
 
 from vibe_agent.course.scripted import ScriptedModel, answer, call, calls, usage_of
 from vibe_agent.memory import MemoryFile
 from vibe_agent.trace import Trace
 
 TASK = "weather_fahrenheit"
-PROMPT = "› "
-
-
-def clean_env(tmp_path: Path, **more: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
-    return env | {"XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "dumb"} | more
 
 
 def code(*args: str, tmp_path: Path, stdin: str | None = None,
@@ -175,17 +169,11 @@ def test_piped_interactive_ask_refuses_says_so_once_and_reads_no_answer_from_std
 # --- /model in a real terminal ------------------------------------------------------------
 
 
-def spawn(*args: str, tmp_path: Path, **env: str) -> pexpect.spawn:
-    return pexpect.spawn(sys.executable, ["-m", "vibe_agent", "code", *args],
-                         env=clean_env(tmp_path, COLUMNS="200", **env), cwd=str(tmp_path),
-                         encoding="utf-8", timeout=60, dimensions=(50, 200))
-
-
 def test_slash_model_shows_and_switches_the_model_for_the_next_request(tmp_path, serve_model):
     replies = iter([answer("first"), answer("second")])
     model = ScriptedModel(lambda body: next(replies))
     trajectory = tmp_path / "t.json"
-    child = spawn(str(project(tmp_path)), "--mode", "live", "--model", "start-model",
+    child = spawn_code(str(project(tmp_path)), "--mode", "live", "--model", "start-model",
                   "--trajectory", str(trajectory), tmp_path=tmp_path,
                   **live(serve_model(model, key="test-key")))
     child.expect_exact(PROMPT)
@@ -203,18 +191,14 @@ def test_slash_model_shows_and_switches_the_model_for_the_next_request(tmp_path,
     child.expect_exact(PROMPT)
     child.send("again\r")
     child.expect_exact("second")
-    child.expect_exact(PROMPT)
-    child.sendeof()
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    finish(child)
     assert [r["model"] for r in model.requests] == ["start-model", "other-model"]
     steps = [s for s in Trace.from_json(trajectory.read_text("utf-8")) if s.kind == "model"]
     assert [s.model for s in steps] == ["start-model", "other-model"]  # the trajectory says
 
 
 def test_slash_model_refuses_what_it_cannot_switch_to_and_is_in_help(tmp_path):
-    child = spawn("--task", TASK, "--mode", "offline", tmp_path=tmp_path)
+    child = spawn_code("--task", TASK, "--mode", "offline", tmp_path=tmp_path)
     child.expect_exact(PROMPT)
     child.send("/help\r")
     child.expect(r"/model\s+显示现在的模型和运行模式")
@@ -227,11 +211,7 @@ def test_slash_model_refuses_what_it_cannot_switch_to_and_is_in_help(tmp_path):
     child.expect_exact(PROMPT)
     child.send("/model\r")
     child.expect("模型：scripted-known-fix")
-    child.expect_exact(PROMPT)
-    child.sendeof()
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    finish(child)
 
 
 def test_slash_model_refuses_a_name_with_control_characters(tmp_path):
@@ -322,7 +302,7 @@ def test_bench_agent_code_fixes_suite_tasks_offline(tmp_path):
 
 
 def test_p_at_a_terminal_asks_and_a_no_exits_three(tmp_path):
-    child = spawn("-p", "/task", "--task", TASK, "--output-format", "json", tmp_path=tmp_path)
+    child = spawn_code("-p", "/task", "--task", TASK, "--output-format", "json", tmp_path=tmp_path)
     for reply in ("y", "n", "y"):  # the first test run, the edit, the second test run
         child.expect(r"允许.*?吗？\[y/N\] ")
         child.send(reply + "\r")

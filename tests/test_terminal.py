@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from terminal_helpers import PROMPT, finish, spawn_code, workspace_of
 
 from vibe_agent.coding import snapshot
 from vibe_agent.course.tasks import SUITE_DIR, load_task
@@ -18,21 +19,6 @@ from vibe_agent.terminal import COMMANDS, Session, visible
 from vibe_agent.trace import Trace
 
 TASK = "weather_fahrenheit"
-PROMPT = "› "
-
-
-def spawn(*args: str, tmp_path: Path) -> pexpect.spawn:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
-    env |= {"XDG_STATE_HOME": str(tmp_path / "state"), "COLUMNS": "200", "TERM": "dumb"}
-    child = pexpect.spawn(sys.executable, ["-m", "vibe_agent", "code", *args], env=env,
-                          cwd=str(tmp_path), encoding="utf-8", timeout=60,
-                          dimensions=(50, 200))
-    return child
-
-
-def workspace_of(child: pexpect.spawn) -> Path:
-    child.expect(r"新的工作区：(\S+)\r?\n")
-    return Path(child.match.group(1))
 
 
 def judged_by_us(workspace: Path) -> int:
@@ -44,7 +30,7 @@ def judged_by_us(workspace: Path) -> int:
 
 
 def test_a_task_fixed_in_offline_mode_with_yolo(tmp_path):
-    child = spawn("--task", TASK, "--mode", "offline", "--approve", "yolo", "--keep",
+    child = spawn_code("--task", TASK, "--mode", "offline", "--approve", "yolo", "--keep",
                   tmp_path=tmp_path)
     workspace = workspace_of(child)
     child.expect("已知修复模型|不是 LLM")
@@ -56,18 +42,14 @@ def test_a_task_fixed_in_offline_mode_with_yolo(tmp_path):
     child.expect_exact(PROMPT)
     child.sendline("/diff")
     child.expect_exact("+    return celsius * 9 / 5 + 32")
-    child.expect_exact(PROMPT)
-    child.sendeof()
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    finish(child)
     assert judged_by_us(workspace) == 0
     trajectory = Trace.from_json((workspace.parent / "trajectory.json").read_text("utf-8"))
     assert any(step.tool == "edit_file" for step in trajectory)
 
 
 def test_ask_answered_no_to_everything_leaves_the_workspace_unchanged(tmp_path):
-    child = spawn("--task", TASK, "--mode", "offline", "--approve", "ask", "--keep",
+    child = spawn_code("--task", TASK, "--mode", "offline", "--approve", "ask", "--keep",
                   tmp_path=tmp_path)
     workspace = workspace_of(child)
     before = snapshot(workspace)
@@ -94,7 +76,7 @@ def test_ask_answered_no_to_everything_leaves_the_workspace_unchanged(tmp_path):
 
 
 def test_ctrl_c_mid_turn_returns_to_the_prompt(tmp_path):
-    child = spawn("--task", TASK, "--mode", "offline", "--approve", "ask", tmp_path=tmp_path)
+    child = spawn_code("--task", TASK, "--mode", "offline", "--approve", "ask", tmp_path=tmp_path)
     workspace_of(child)
     child.expect_exact(PROMPT)
     child.sendline("/task")
@@ -104,22 +86,14 @@ def test_ctrl_c_mid_turn_returns_to_the_prompt(tmp_path):
     child.expect_exact(PROMPT)
     child.sendline("/tokens")  # the session is alive and its history valid
     child.expect("次模型调用")
-    child.expect_exact(PROMPT)
-    child.sendeof()
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    finish(child)
 
 
 def test_eof_at_once_exits_zero(tmp_path):
     folder = tmp_path / "project"
     folder.mkdir()
-    child = spawn(str(folder), "--mode", "offline", tmp_path=tmp_path)
-    child.expect_exact(PROMPT)
-    child.sendeof()
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    child = spawn_code(str(folder), "--mode", "offline", tmp_path=tmp_path)
+    finish(child)
     assert list((tmp_path / "state" / "vibe_agent" / "sessions").glob("project-*.json"))
 
 

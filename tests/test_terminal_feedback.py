@@ -20,11 +20,11 @@ from typing import Any
 import pexpect
 import pytest
 from rich.console import Console
+from terminal_helpers import PROMPT, clean_env, step
 
 from vibe_agent.screen import Answer, Screen, finished_blocks, line_breaks, step_line
 from vibe_agent.trace import TraceStep
 
-PROMPT = "› "
 WIDTH, HEIGHT = 80, 30
 THINKING = "等模型回复"
 ERASE = "\x1b[2K"  # rich's erase-line: how a transient display leaves the screen
@@ -52,21 +52,15 @@ sys.exit(main(sys.argv[2:]))
 LABEL = "（脚本模型：测试用，不是 LLM）"
 
 
-def step(content: str | None = None, *calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
-    return {"content": content, "calls": list(calls)}
-
-
 def spawn(tmp_path: Path, script: list[dict[str, Any]], *args: str, delay: float = 0.0,
           term: str = "xterm", label: str = LABEL) -> pexpect.spawn:
     folder = tmp_path / "project"
     folder.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
-    env |= {"XDG_STATE_HOME": str(tmp_path / "state"), "TERM": term,
-            "COLUMNS": str(WIDTH), "LINES": str(HEIGHT),
-            # pexpect never answers prompt_toolkit's cursor-position request (ESC[6n),
-            # and prompt_toolkit waits 1 s for the answer when a line is entered; a real
-            # terminal answers at once (tests/test_terminal_input.py answers it too)
-            "PROMPT_TOOLKIT_NO_CPR": "1"}
+    # pexpect never answers prompt_toolkit's cursor-position request (ESC[6n), and
+    # prompt_toolkit waits 1 s for the answer when a line is entered; a real terminal
+    # answers at once (tests/test_terminal_input.py answers it too): PROMPT_TOOLKIT_NO_CPR
+    env = clean_env(tmp_path, TERM=term, COLUMNS=str(WIDTH), LINES=str(HEIGHT),
+                    PROMPT_TOOLKIT_NO_CPR="1")
     played = tmp_path / "script.json"  # a file: a 10,000-line answer is too long for argv
     played.write_text(json.dumps([delay, label, script]), encoding="utf-8")
     return pexpect.spawn(sys.executable, ["-c", DRIVER, str(played), "code", str(folder), *args],

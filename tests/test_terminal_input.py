@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import pexpect
 import pyte
 import pytest
 from rich.console import Console
+from terminal_helpers import clean_env
 
 from vibe_agent.coding import Workspace
 from vibe_agent.prompt_input import (
@@ -65,9 +65,7 @@ sys.exit(status)
 
 
 def environment(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
-    return env | {"XDG_STATE_HOME": str(tmp_path / "state"), "COLUMNS": str(COLS),
-                  "LINES": str(ROWS), "TERM": "xterm-256color"}
+    return clean_env(tmp_path, COLUMNS=str(COLS), LINES=str(ROWS), TERM="xterm-256color")
 
 
 class Terminal:

@@ -1,7 +1,8 @@
 """MCP tools in the terminal agent, in a real pseudo-terminal (pexpect): the session's
 approval rule decides, its prompt asks.
 
-The model is a scripted endpoint on 127.0.0.1 (a test double, not an LLM) that the
+The model is a scripted endpoint on 127.0.0.1 (a test double, not an LLM: the
+`endpoint` fixture serves tests/terminal_helpers.ScriptedEndpoint) that the
 session reaches in live mode: each prompt line is a JSON instruction
 {"tool": NAME, "arguments": {...}}, which it sends back as one tool call; after the tool
 result it answers "done: " and the result (ASCII-escaped). The MCP server is the test
@@ -12,79 +13,24 @@ marked read-only, `add_note` is not read-only but not destructive.
 from __future__ import annotations
 
 import json
-import os
-import shlex
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pexpect
 import pytest
+from terminal_helpers import MCP, PROMPT, clean_env, end, spawn_code
 
-SERVER = Path(__file__).parent / "fixtures" / "mcp_test_server.py"
-MCP = f"t={shlex.quote(sys.executable)} {shlex.quote(str(SERVER))}"
-PROMPT = "› "
 QUESTION = r"允许调用吗？\[y/N\] "
-
-
-class ScriptedEndpoint(BaseHTTPRequestHandler):
-    """POST /v1/chat/completions: a tool call from the user's JSON line, then an answer."""
-
-    def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        last = body["messages"][-1]
-        if last["role"] == "tool":
-            message = {"role": "assistant",
-                       "content": "done: " + json.dumps(last["content"], ensure_ascii=True)}
-            finish = "stop"
-        else:
-            order = json.loads(last["content"])
-            message = {"role": "assistant", "content": None, "tool_calls": [{
-                "id": f"call_{len(body['messages'])}", "type": "function",
-                "function": {"name": order["tool"],
-                             "arguments": json.dumps(order["arguments"])}}]}
-            finish = "tool_calls"
-        reply = json.dumps({"id": "chatcmpl-scripted", "object": "chat.completion",
-                            "created": 0, "model": "scripted-endpoint", "choices": [
-                                {"index": 0, "message": message, "finish_reason": finish}],
-                            "usage": {"prompt_tokens": 1, "completion_tokens": 1,
-                                      "total_tokens": 2}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
-
-    def log_message(self, *args: object) -> None:  # quiet
-        pass
-
-
-@pytest.fixture(scope="module")
-def endpoint():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedEndpoint)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-
-
-def clean_env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
-    return env | {"XDG_STATE_HOME": str(tmp_path / "state"), "COLUMNS": "200", "TERM": "dumb"}
 
 
 def session(tmp_path: Path, endpoint: str, approve: str) -> pexpect.spawn:
     folder = tmp_path / "project"
     folder.mkdir(exist_ok=True)
-    env = clean_env(tmp_path) | {"OPENAI_BASE_URL": endpoint, "OPENAI_API_KEY": "test",
-                                 "VIBE_AGENT_MODEL": "scripted-endpoint"}
-    child = pexpect.spawn(sys.executable, ["-m", "vibe_agent", "code", str(folder), "--mode",
-                                           "live", "--no-stream", "--no-delegate", "--approve",
-                                           approve, "--mcp", MCP],
-                          env=env, cwd=str(tmp_path), encoding="utf-8", timeout=60,
-                          dimensions=(50, 200))
+    child = spawn_code(str(folder), "--mode", "live", "--no-stream", "--no-delegate",
+                       "--approve", approve, "--mcp", MCP, tmp_path=tmp_path,
+                       OPENAI_BASE_URL=endpoint, OPENAI_API_KEY="test",
+                       VIBE_AGENT_MODEL="scripted-endpoint")
     child.expect_exact(PROMPT)
     return child
 
@@ -99,13 +45,6 @@ def turn_ends(child: pexpect.spawn) -> str:
     screen = child.before
     child.expect_exact(PROMPT)
     return screen
-
-
-def end(child: pexpect.spawn) -> None:
-    child.sendeof()
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
 
 
 @pytest.mark.parametrize("approve", ["ask", "auto-edit"])
@@ -165,7 +104,7 @@ def test_bad_mcp_options_are_chinese_errors_without_traceback(tmp_path, options,
     folder.mkdir()
     given = [part for option in options for part in ("--mcp", option)]
     done = subprocess.run([sys.executable, "-m", "vibe_agent", "code", str(folder), "--mode",
-                           "offline", *given], env=clean_env(tmp_path), cwd=tmp_path,
+                           "offline", *given], env=clean_env(tmp_path, COLUMNS="200"), cwd=tmp_path,
                           capture_output=True, text=True, timeout=90, input="")
     assert "Traceback" not in done.stderr + done.stdout
     assert done.returncode == 2

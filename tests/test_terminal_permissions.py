@@ -1,6 +1,6 @@
 """Permission rules in the terminal agent, in a real pseudo-terminal (pexpect).
 
-The model is the scripted endpoint of tests/test_terminal_mcp.py (a test double on
+The model is the scripted endpoint of tests/terminal_helpers.py (a test double on
 127.0.0.1, not an LLM): each prompt line is a JSON instruction {"tool", "arguments"} it
 sends back as one tool call, then it answers "done: " and the tool's result. The rules
 are the project's `.vibe_agent/settings.json` (vibe_agent.permissions).
@@ -9,29 +9,15 @@ are the project's `.vibe_agent/settings.json` (vibe_agent.permissions).
 from __future__ import annotations
 
 import json
-import re
-import sys
-import threading
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pexpect
 import pytest
-from test_terminal_mcp import MCP, ScriptedEndpoint, clean_env
+from terminal_helpers import MCP, PROMPT, end, spawn_code, squeezed
 
-PROMPT = "› "
 RUN = r"允许运行吗？\[y/N\] "
 CALL = r"允许调用吗？\[y/N\] "
 DONE = r"次模型调用"
-
-
-@pytest.fixture(scope="module")
-def endpoint():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedEndpoint)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
 
 
 def project(tmp_path: Path, settings: object | None) -> Path:
@@ -45,12 +31,9 @@ def project(tmp_path: Path, settings: object | None) -> Path:
 
 
 def spawn(tmp_path: Path, endpoint: str, folder: Path, *options: str) -> pexpect.spawn:
-    env = clean_env(tmp_path) | {"OPENAI_BASE_URL": endpoint, "OPENAI_API_KEY": "test",
-                                 "VIBE_AGENT_MODEL": "scripted-endpoint"}
-    return pexpect.spawn(sys.executable, ["-m", "vibe_agent", "code", str(folder), "--mode",
-                                          "live", "--no-stream", "--no-delegate", *options],
-                         env=env, cwd=str(tmp_path), encoding="utf-8", timeout=60,
-                         dimensions=(50, 200))
+    return spawn_code(str(folder), "--mode", "live", "--no-stream", "--no-delegate", *options,
+                      tmp_path=tmp_path, OPENAI_BASE_URL=endpoint, OPENAI_API_KEY="test",
+                      VIBE_AGENT_MODEL="scripted-endpoint")
 
 
 def started(tmp_path, endpoint, settings, *options) -> tuple[pexpect.spawn, Path]:
@@ -70,18 +53,6 @@ def turn(child: pexpect.spawn) -> str:
     screen = str(child.before)
     child.expect_exact(PROMPT)
     return screen
-
-
-def flat(text: str) -> str:
-    """Without whitespace: a line the terminal wrapped still matches."""
-    return re.sub(r"\s+", "", text)
-
-
-def end(child: pexpect.spawn) -> None:
-    child.sendeof()
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
 
 
 def test_an_allow_rule_runs_python_m_pytest_without_a_question(tmp_path, endpoint):
@@ -106,7 +77,7 @@ def test_deny_beats_allow_even_in_yolo(tmp_path, endpoint):
     screen = turn(child)
     assert "✗ 项目的权限规则 run_command(touch secret*) 不允许：touch secret.txt" in screen
     # what the model read:
-    assert flat("a permission rule of this project denies this") in flat(screen)
+    assert squeezed("a permission rule of this project denies this") in squeezed(screen)
     assert not (folder / "secret.txt").exists()
     order(child, "run_command", command="touch fine.txt")  # allowed: runs unasked
     assert "exit code: 0" in turn(child) and (folder / "fine.txt").exists()
@@ -190,7 +161,7 @@ def test_rules_for_mcp_tools(tmp_path, endpoint):
     order(child, "mcp__t__add_note", text="x")
     screen = turn(child)
     assert "✗ 项目的权限规则 mcp__t__add_note 不允许" in screen
-    assert flat("a permission rule of this project denies this") in flat(screen)
+    assert squeezed("a permission rule of this project denies this") in squeezed(screen)
     end(child)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import pexpect
 import pytest
 from rich.console import Console
-from test_terminal_display import environment as terminal_environment
+from terminal_helpers import PROMPT, clean_env, finish, project, squeezed, step
 
 from vibe_agent import agents_md, sessions
 from vibe_agent.coding import remove_tree
@@ -28,7 +28,6 @@ from vibe_agent.terminal import Session
 from vibe_agent.trace import Trace, TraceStep, render_step
 from vibe_agent.verdict import find_test_command
 
-PROMPT = "› "
 WIDTH, HEIGHT = 100, 40
 
 # The driver: the real command line, the client replaced by a scripted model that logs
@@ -56,21 +55,14 @@ sys.exit(main(sys.argv[3:]))
 """
 
 
-def environment(tmp_path: Path) -> dict[str, str]:
-    return terminal_environment(tmp_path, WIDTH, HEIGHT)
-
-
 def spawn(args: list[str], tmp_path: Path, script: list[dict[str, Any]] | None = None,
           cwd: Path | None = None) -> pexpect.spawn:
     """`code ARGS` in a pty with a scripted model (its requests logged to requests.jsonl)."""
     argv = ["-c", DRIVER, str(tmp_path / "requests.jsonl"), json.dumps(script or [])]
-    return pexpect.spawn(sys.executable, [*argv, "code", *args], env=environment(tmp_path),
+    return pexpect.spawn(sys.executable, [*argv, "code", *args],
+                         env=clean_env(tmp_path, COLUMNS=str(WIDTH), LINES=str(HEIGHT)),
                          cwd=str(cwd or tmp_path), encoding="utf-8", timeout=60,
                          dimensions=(HEIGHT, WIDTH))
-
-
-def step(content: str | None = None, *calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
-    return {"content": content, "calls": list(calls)}
 
 
 def requests(tmp_path: Path) -> list[list[dict[str, Any]]]:
@@ -84,27 +76,9 @@ def texts(messages: list[dict[str, Any]]) -> str:
     return "\n".join(str(message.get("content")) for message in messages)
 
 
-def project(tmp_path: Path, **files: str) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir(exist_ok=True)
-    for name, text in files.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return folder
-
-
 def say(child: pexpect.spawn, line: str) -> None:
     child.expect_exact(PROMPT)
     child.send(line + "\r")
-
-
-def finish(child: pexpect.spawn) -> str:
-    """Wait for the prompt, end the session with EOF; what the screen showed last."""
-    child.expect_exact(PROMPT)
-    child.sendeof()
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
-    return str(child.before)
 
 
 def saved_files(tmp_path: Path) -> list[Path]:
@@ -114,11 +88,6 @@ def saved_files(tmp_path: Path) -> list[Path]:
 def trajectory_of(session_file: Path) -> Trace:
     name = session_file.name.replace(".session.json", ".json")
     return Trace.from_json(session_file.with_name(name).read_text("utf-8"))
-
-
-def squeezed(screen: str) -> str:
-    """The screen without whitespace: text that wrapped onto the next row still matches."""
-    return re.sub(r"\s+", "", screen)
 
 
 def banner(child: pexpect.spawn) -> str:

@@ -5,45 +5,25 @@ each turn ends with a verdict and its own figures, and bad command lines leave n
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import sys
 from pathlib import Path
 
 import pexpect
 import pytest
+from terminal_helpers import PROMPT, finish, spawn_code, workspace_of
 
 TASK = "weather_fahrenheit"
-PROMPT = "› "
 ASKED = r"允许.*?吗？\[y/N\] "
 CLOSING = r"（这一轮 (\d+) 次模型调用([^）\r\n]*)）"
 
 
 def spawn(*args: str, tmp_path: Path) -> pexpect.spawn:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
-    (tmp_path / "tmp").mkdir(exist_ok=True)
-    env |= {"XDG_STATE_HOME": str(tmp_path / "state"), "COLUMNS": "200", "TERM": "dumb",
-            "TMPDIR": str(tmp_path / "tmp")}  # the task's copy goes here: we can count it
-    return pexpect.spawn(sys.executable, ["-m", "vibe_agent", "code", *args], env=env,
-                         cwd=str(tmp_path), encoding="utf-8", timeout=60, dimensions=(50, 200))
-
-
-def workspace_of(child: pexpect.spawn) -> Path:
-    child.expect(r"新的工作区：(\S+)\r?\n")
-    return Path(child.match.group(1))
+    (tmp_path / "tmp").mkdir(exist_ok=True)  # the task's copy goes here: we can count it
+    return spawn_code(*args, tmp_path=tmp_path, TMPDIR=str(tmp_path / "tmp"))
 
 
 def leftovers(tmp_path: Path) -> list[Path]:
     return sorted((tmp_path / "tmp").glob("vibe-code-*"))
-
-
-def finish(child: pexpect.spawn) -> str:
-    child.expect_exact(PROMPT)
-    child.sendeof()
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
-    return child.before
 
 
 def digest(path: Path) -> str:

@@ -100,7 +100,7 @@ from .cassette import Cassette, CassetteError
 from .client import ConfigError, cassette_path, make_client, settings
 from .judge import Verdict, WorkspaceUnjudgeable, judge, test_ids
 from .known_fix import KNOWN_FIX_LABEL, KNOWN_FIX_MODEL_NAME, known_fix_model
-from .tasks import SUITE_DIR, BugFixTask, TaskError, copy_repo, load_task
+from .tasks import BugFixTask, TaskError, copy_repo, load_suite_folders
 from .text import width as text_width
 
 ModelFactory = Callable[[BugFixTask], tuple[openai.OpenAI, str]]  # task -> (client, model name)
@@ -467,19 +467,8 @@ def load_tasks(folder: str | Path | None = None) -> tuple[list[BugFixTask], list
     Args:
         folder: a folder of task folders; default the course's suite.
     """
-    root = SUITE_DIR if folder is None else Path(folder)
-    if not root.is_dir():
-        raise TaskError(f"{root}：任务集文件夹不存在，请检查路径。")
-    tasks: list[BugFixTask] = []
-    errors: list[TaskRecord] = []
-    for child in sorted(root.iterdir()):
-        if not child.is_dir() or child.name.startswith((".", "_")):  # as load_suite does
-            continue
-        try:
-            tasks.append(load_task(child))
-        except TaskError as error:
-            errors.append(task_error_record(child.name, error))
-    return tasks, errors
+    tasks, broken = load_suite_folders(folder)
+    return tasks, [task_error_record(name, error) for name, error in broken.items()]
 
 
 # --- the report ----------------------------------------------------------------------

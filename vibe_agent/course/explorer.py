@@ -28,17 +28,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from . import scripted
 from .matching import normalise
-from .scripted import (
-    Reply,
-    ScriptedModel,
-    answer,
-    call,
-    calls,
-    first_user_message,
-    offered_tools,
-    usage_of,
-)
+from .scripted import Reply, ScriptedModel, answer, call, calls, usage_of
 
 EXPLORE_DIR = Path(__file__).resolve().parents[1] / "data" / "explore"
 SHOPFRONT = EXPLORE_DIR / "shopfront"  # an 18-file shop: the coupon check is in shop/pricing.py
@@ -166,9 +158,9 @@ def explorer_reply(body: dict[str, Any], *, transcript: bool = False) -> Reply |
         transcript: answer as a reader with everything read instead of one line
             (the misbehaving child of lesson 13).
     """
-    question = first_user_message(body)
+    question = scripted.first_user_message(body)
     term = _TERM.search(question)
-    offered = offered_tools(body)
+    offered = scripted.offered_tools(body)
     if term is None or not {"delegate", "read_file"} & set(offered):
         return None
     done = calls_made(body)

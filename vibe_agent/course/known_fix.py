@@ -36,16 +36,8 @@ from typing import Any
 from unidiff import PatchSet
 
 from ..compact import is_summary
-from .scripted import (
-    Reply,
-    Responder,
-    ScriptedModel,
-    answer,
-    call,
-    calls,
-    offered_tools,
-    results_this_turn,
-)
+from . import scripted
+from .scripted import Reply, Responder, ScriptedModel, answer, call, calls
 from .tasks import BugFixTask, FileEdit, fix_edits, read_patch_text
 
 KNOWN_FIX_MODEL_NAME = "scripted-known-fix"
@@ -137,7 +129,7 @@ def known_fix_responder(tasks: Iterable[BugFixTask]) -> Responder:
     plans = {task.prompt.strip(): task for task in tasks if task.fix_patch is not None}
 
     def respond(body: dict[str, Any]) -> Reply:
-        missing = [name for name in CODING_TOOLS if name not in offered_tools(body)]
+        missing = [name for name in CODING_TOOLS if name not in scripted.offered_tools(body)]
         if missing:
             return answer(f"已知修复模型需要编程工具 {', '.join(missing)}，这次请求里没有。")
         messages = body.get("messages") or []
@@ -148,7 +140,7 @@ def known_fix_responder(tasks: Iterable[BugFixTask]) -> Responder:
         if task is None:
             return answer(NOT_A_TASK)
         since = {**body, "messages": messages[start:]}  # the task's turn and what follows
-        results = results_this_turn(since)
+        results = scripted.results_this_turn(since)
         plan = known_fix_plan(task)
         done = _steps_done(since, plan)
         passing = done == 1 and bool(results) and _passed(results[-1][1])  # nothing to fix

@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import copy
 import io
-import os
 import re
 import sys
 from pathlib import Path
 
 import nbformat
 from nbformat import NotebookNode
+
+from .environ import environment
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS_DIR = ROOT / "solutions"
@@ -258,17 +259,9 @@ def execute_notebook(path: Path, env: dict[str, str] | None = None,
 
     nb = nbformat.read(path, as_version=4)
     kernel = KernelManager(kernel_name="python3", kernel_spec_manager=CurrentEnvKernelSpecs())
-    saved = {key: os.environ.get(key) for key in env or {}}
-    os.environ.update(env or {})
-    try:
+    with environment(env or {}):
         NotebookClient(nb, km=kernel, timeout=CELL_TIMEOUT, allow_errors=allow_errors,
                        resources={"metadata": {"path": str(path.parent)}}).execute()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     return nb
 
 

@@ -29,18 +29,9 @@ from typing import Any
 
 from ..memory import NOTES_TAG
 from ..sandbox import run_in_sandbox
+from . import scripted
 from .known_fix import known_fix_plan
-from .scripted import (
-    Reply,
-    ScriptedModel,
-    answer,
-    call,
-    calls,
-    offered_tools,
-    results_this_turn,
-    system_prompt,
-    tool_rounds,
-)
+from .scripted import Reply, ScriptedModel, answer, call, calls
 from .tasks import BugFixTask, copy_repo, load_task
 
 EXTRA_TASKS = Path(__file__).resolve().parent.parent / "data" / "tasks_extra"
@@ -156,9 +147,11 @@ def exploring(body: dict[str, Any]) -> list[Reply]:
     """What a session without notes does first: look, read README.md, keep its rules."""
     steps = [calls(call("list_files", {"path": "."}), content="先看看项目里有什么。"),
              calls(call("read_file", {"path": "README.md"}), content="读一读 README.md。")]
-    readme = next((text for name, text in results_this_turn(body) if name == "read_file"), "")
+    readme = next((text for name, text in scripted.results_this_turn(body)
+                   if name == "read_file"), "")
     bullets = _BULLET.findall(readme)
-    if "remember" in offered_tools(body):  # (before README.md is read, this step is not sent yet)
+    # (before README.md is read, this step is not sent yet)
+    if "remember" in scripted.offered_tools(body):
         notes = bullets or ["README.md 里没有可记的要点"]
         steps.append(calls(*(call("remember", {"note": note}) for note in notes),
                            content="把以后还用得上的记下来。"))
@@ -171,8 +164,8 @@ def session_model(task: BugFixTask) -> ScriptedModel:
     fix = known_fix_plan(task)
 
     def respond(body: dict[str, Any]) -> Reply:
-        plan = fix if f"<{NOTES_TAG}>" in system_prompt(body) else [*exploring(body), *fix]
-        done = tool_rounds(body)
+        plan = fix if f"<{NOTES_TAG}>" in scripted.system_prompt(body) else [*exploring(body), *fix]
+        done = scripted.tool_rounds(body)
         return plan[min(done, len(plan) - 1)]
 
     return ScriptedModel(respond, name=SESSION_NAME)

@@ -28,18 +28,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..naive import JSON_CONVENTION_MARKER, NextStep
+from . import scripted
 from .explorer import explorer_reply
-from .scripted import (
-    Reply,
-    ScriptedModel,
-    answer,
-    call,
-    calls,
-    first_user_message,
-    offered_tools,
-    results_this_turn,
-    system_prompt,
-)
+from .scripted import Reply, ScriptedModel, answer, call, calls
 
 REFERENCE_MODEL_NAME = "vibe-reference"
 
@@ -199,7 +190,7 @@ def naive_results(body: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _json_convention_reply(body: dict[str, Any], system: str) -> Reply:
     """The naive agent's convention: exactly one JSON object as the reply's text."""
-    step = plan(first_user_message(body), naive_results(body))
+    step = plan(scripted.first_user_message(body), naive_results(body))
     if step.tool and step.tool not in described_tools(system):
         step = NextStep(answer=_missing_tool(step.tool))
     data = ({"answer": step.answer} if step.tool is None
@@ -249,8 +240,9 @@ def _native_reply(body: dict[str, Any], question: str) -> Reply:
     no fitting call it makes the forced one with no arguments (the first offered tool for
     "required"), the way a constrained provider forces a model to emit some call.
     """
-    offered = offered_tools(body)
-    step = plan(question, [(local_name(name), text) for name, text in results_this_turn(body)])
+    offered = scripted.offered_tools(body)
+    results = scripted.results_this_turn(body)
+    step = plan(question, [(local_name(name), text) for name, text in results])
     step.tool = _offered_as(step.tool, offered)
     if body.get("tool_choice") == "none":
         if step.tool is None:
@@ -274,10 +266,10 @@ def reference_responder(body: dict[str, Any]) -> Reply:
     explored = explorer_reply(body)
     if explored is not None:
         return explored
-    system = system_prompt(body)
+    system = scripted.system_prompt(body)
     if JSON_CONVENTION_MARKER in system:
         return _json_convention_reply(body, system)
-    prompt = first_user_message(body)
+    prompt = scripted.first_user_message(body)
     if "tools" not in body and described_tools(prompt):
         return _described_tools_reply(prompt)
     return _native_reply(body, prompt)

@@ -144,8 +144,10 @@ def load_task(folder: str | Path) -> BugFixTask:
     )
 
 
-def load_suite(folder: str | Path | None = None) -> tuple[list[BugFixTask], list[TaskError]]:
-    """Load every task folder of a suite, in name order; broken tasks become errors.
+def load_suite_folders(folder: str | Path | None = None
+                       ) -> tuple[list[BugFixTask], dict[str, TaskError]]:
+    """Load every task folder of a suite, in name order: the tasks, and for each folder
+    that is broken its name and the error (README.md, __pycache__ … are not task folders).
 
     Args:
         folder: the suite's folder; by default the course's suite shipped in the package.
@@ -154,15 +156,25 @@ def load_suite(folder: str | Path | None = None) -> tuple[list[BugFixTask], list
     if not root.is_dir():
         raise TaskError(f"{root}：任务集文件夹不存在，请检查路径。")
     tasks: list[BugFixTask] = []
-    errors: list[TaskError] = []
+    broken: dict[str, TaskError] = {}
     for child in sorted(root.iterdir()):
         if not child.is_dir() or child.name.startswith((".", "_")):
             continue  # README.md, __pycache__, .ipynb_checkpoints …
         try:
             tasks.append(load_task(child))
         except TaskError as error:
-            errors.append(error)
-    return tasks, errors
+            broken[child.name] = error
+    return tasks, broken
+
+
+def load_suite(folder: str | Path | None = None) -> tuple[list[BugFixTask], list[TaskError]]:
+    """Load every task folder of a suite, in name order; broken tasks become errors.
+
+    Args:
+        folder: the suite's folder; by default the course's suite shipped in the package.
+    """
+    tasks, broken = load_suite_folders(folder)
+    return tasks, list(broken.values())
 
 
 def _read_task_json(path: Path) -> dict[str, Any]:

@@ -2,12 +2,16 @@
 
 Every lesson's checkers live in `lesson_NN.py` beside this file and speak one dialect:
 
-    report = Report("练习 N.M：thing —— 一句话说明")      # one report per exercise
-    with report.case("case name"):                       # one case per row of a table
-        got = attempt(fn, given).get(hint)               # the ONLY way to call the learner
-        if got != wanted:
-            fail(f"期望 {short(wanted)}，得到 {short(got)}", hint)   # the ONLY way to fail
-    return report.verdict()                              # every check_* returns a Verdict
+    @checker("练习 N.M：thing —— 一句话说明")             # one report per exercise
+    def check_thing(fn, report):                         # callers pass fn only
+        for name, given, wanted, hint in CASES:
+            with report.case(name):                      # one case per row of a table
+                got = attempt(fn, given).get(hint)       # the ONLY way to call the learner
+                if got != wanted:
+                    fail(f"期望 {short(wanted)}，得到 {short(got)}", hint)  # the ONLY way to fail
+
+`check_thing(fn)` returns a Verdict: `@checker` makes the `Report`, refuses borrowed code,
+runs the body and prints `report.verdict()`.
 
 How to write a checker for a new lesson (copy `lesson_07.check_prompt_growth`, the smallest):
 
@@ -21,10 +25,11 @@ How to write a checker for a new lesson (copy `lesson_07.check_prompt_growth`, t
 3. End a failing case with `fail(message, hint)`: the message says what came back,
    the hint what to change. Recognise each typical mistake by what the learner's
    function returned and give it its own hint (see `lesson_07._growth_problem`).
-4. `return report.verdict()`: a `Verdict`, truthy when every case passed and silent as
-   a notebook cell's last value (the printed report already says everything).
-   When the exercise rebuilds something the package has, start with
-   `if report.borrows(fn, package_function, hint=...): return report.verdict()`.
+4. Decorate the body with `@checker(title)`: the checker returns a `Verdict`, truthy
+   when every case passed and silent as a notebook cell's last value (the printed
+   report already says everything). When the exercise rebuilds something the package
+   has, name it: `@checker(title, package_function, hint=...)` refuses an answer that
+   uses it. `return` ends the body early; the report is printed all the same.
 5. Tests in `tests/test_checks_NN.py`: the right answer passes; every typical mistake,
    and every way to game the check, is a row asserting its own hint.
 
@@ -35,6 +40,7 @@ Checkers that run a loop against scripted models share `MODEL`, `checker_world()
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 import sysconfig
 import traceback
@@ -171,12 +177,12 @@ class Report:
                 allowed: tuple[Any, ...] = ()) -> bool:
         """One failing case when the learner hands in code that is not theirs.
 
-        Every checker starts with it. Always refused: the package's own function or class
-        (or a subclass of it) handed in, anything private of the package (a name starting
-        with "_", e.g. `vibe_agent.coding._occurrences`) and anything of the checkers
-        (`vibe_agent.course.checks`). Refused too, for an exercise that rebuilds something
-        the package has: `package_parts`, with `hint`. `allowed` names package objects the
-        exercise hands out even though the rule would refuse them.
+        `@checker` calls it before the cases. Always refused: the package's own function
+        or class (or a subclass of it) handed in, anything private of the package (a name
+        starting with "_", e.g. `vibe_agent.coding._occurrences`) and anything of the
+        checkers (`vibe_agent.course.checks`). Refused too, for an exercise that rebuilds
+        something the package has: `package_parts`, with `hint`. `allowed` names package
+        objects the exercise hands out even though the rule would refuse them.
         """
         found = _borrowed(fn, package_parts, allowed)
         if found is not None:
@@ -209,6 +215,45 @@ class Report:
             return Verdict(False)
         print(f"全部 {self.passed} 项通过！🎉")
         return Verdict(True)
+
+
+def checker(title: str, *package_parts: Any, hint: str = "", allowed: tuple[Any, ...] = ()
+            ) -> Callable[[Callable[..., None]], Callable[..., Verdict]]:
+    """Turn an exercise's cases into its checker: the opening every checker shares.
+
+        @checker("练习 4.1：……", run_agent, hint="自己写出这个循环……")
+        def check_my_run_agent(fn, report):
+            ...  # the cases, added to `report`
+
+    The learner calls `check_my_run_agent(fn)`. That makes `Report(title)`, refuses code
+    that is not the learner's (`report.borrows(fn, *package_parts, hint=hint,
+    allowed=allowed)`: then the cases do not run), runs the body, and returns
+    `report.verdict()`.
+
+    Args:
+        title: the report's first line, "练习 N.M：……".
+        package_parts: what the exercise rebuilds (the package's own function or class).
+        hint: what to do instead of calling them, in Chinese.
+        allowed: package objects the exercise hands out although the rule would refuse them.
+    """
+    def decorate(body: Callable[..., None]) -> Callable[..., Verdict]:
+        whole = inspect.signature(body)
+        learner = next(iter(whole.parameters))  # the parameter the learner's code comes in
+        shown = whole.replace(parameters=[whole.parameters[learner]],
+                              return_annotation=Verdict.__name__)
+
+        @functools.wraps(body)
+        def check(*args: Any, **kwargs: Any) -> Verdict:
+            fn = shown.bind(*args, **kwargs).arguments[learner]
+            report = Report(title)
+            if not report.borrows(fn, *package_parts, hint=hint, allowed=allowed):
+                body(fn, report)
+            return report.verdict()
+
+        check.__signature__ = shown  # type: ignore[attr-defined]  # help(): check_x(fn)
+        return check
+
+    return decorate
 
 
 def short(value: Any, width: int = 100) -> str:

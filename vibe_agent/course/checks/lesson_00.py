@@ -21,7 +21,7 @@ from openai.types.chat.chat_completion import Choice
 
 from ..client import make_client, resolve_mode
 from ..scripted import ScriptedModel, answer
-from . import Report, Verdict, attempt, fail, fail_unless_a, short
+from . import Report, attempt, checker, fail, fail_unless_a, short
 
 # ---------------------------------------------------------------------------
 # Exercise 0.1: first_answer(client, model, question) -> str
@@ -89,15 +89,13 @@ FIRST_ANSWER_CASES = [
 ]
 
 
-def check_first_answer(fn: Callable[..., Any]) -> Verdict:
+@checker("练习 0.1：first_answer —— 发一个问题，返回回答的文字")
+def check_first_answer(fn: Callable[..., Any], report: Report) -> None:
     """Check `first_answer(client, model, question) -> str` against scripted models.
 
     Args:
         fn: the learner's function.
     """
-    report = Report("练习 0.1：first_answer —— 发一个问题，返回回答的文字")
-    if report.borrows(fn):
-        return report.verdict()
     for name, model, question, reply in FIRST_ANSWER_CASES:
         with report.case(name):
             scripted = ScriptedModel([answer(reply), answer("（第二次请求的回答）")],
@@ -106,7 +104,6 @@ def check_first_answer(fn: Callable[..., Any]) -> Verdict:
                 "返回 response.choices[0].message.content。")
             _check_request(scripted.requests, model, question)
             _check_return(got, reply)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -150,16 +147,14 @@ def _reads_os_environ(fn: Callable[[dict[str, str], str | None], str]) -> bool:
         return attempt(fn, {}, None).value == "record"
 
 
-def check_pick_mode(fn: Callable[[dict[str, str], str | None], str]) -> Verdict:
+@checker("练习 0.2：pick_mode —— 选出运行模式", resolve_mode, make_client, hint=(
+        "这道题要你亲手写出这条规则：只用参数 env 和 requested，按题目的三条顺序判断。"))
+def check_pick_mode(fn: Callable[[dict[str, str], str | None], str], report: Report) -> None:
     """Compare `pick_mode(env, requested)` with `resolve_mode` over a table of environments.
 
     Args:
         fn: the learner's function.
     """
-    report = Report("练习 0.2：pick_mode —— 选出运行模式")
-    if report.borrows(fn, resolve_mode, make_client, hint=(
-            "这道题要你亲手写出这条规则：只用参数 env 和 requested，按题目的三条顺序判断。")):
-        return report.verdict()
     for name, env, requested, hint in PICK_MODE_CASES:
         with report.case(name):
             wanted = resolve_mode(requested, env)
@@ -167,4 +162,3 @@ def check_pick_mode(fn: Callable[[dict[str, str], str | None], str]) -> Verdict:
             if got != wanted:
                 fail(f"env={env!r}, requested={requested!r}：期望 {wanted!r}，得到 {got!r}",
                      OS_ENVIRON_HINT if _reads_os_environ(fn) else hint)
-    return report.verdict()

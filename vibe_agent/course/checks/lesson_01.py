@@ -19,7 +19,7 @@ from typing import Any
 
 from ...naive import SCRIPTED_FAILURES, json_convention_prompt
 from ...tools import demo_registry
-from . import Attempt, Report, Verdict, attempt, fail, fail_unless_a, short
+from . import Attempt, Report, attempt, checker, fail, fail_unless_a, short
 
 # ---------------------------------------------------------------------------
 # Exercise 1.1: parse_action(text) -> dict, or ValueError
@@ -123,15 +123,12 @@ def _judge_parse(outcome: Attempt, wanted: dict[str, Any] | type[ValueError], hi
         fail(f"期望 {short(wanted)}，得到 {short(got)}", hint)
 
 
-def check_parse_action(fn: Callable[[str], Any]) -> Verdict:
+@checker("练习 1.1：parse_action —— 宽容但不糊涂的解析器")
+def check_parse_action(fn: Callable[[str], Any], report: Report) -> None:
     """Exercise 1.1: read one action out of a reply, refuse anything else."""
-    report = Report("练习 1.1：parse_action —— 宽容但不糊涂的解析器")
-    if report.borrows(fn):
-        return report.verdict()
     for name, text, wanted, hint in PARSE_CASES:
         with report.case(name):
             _judge_parse(attempt(fn, text), wanted, hint)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -213,11 +210,10 @@ def _observation_hint(fn: Callable[[list[dict[str, str]]], Any], got: list[Any],
     return "只收集 assistant 消息里以 “Observation:” 或 “观察：” 开头的行，去掉行首行尾的空白。"
 
 
-def check_fabricated_observations(fn: Callable[[list[dict[str, str]]], Any]) -> Verdict:
+@checker("练习 1.2：fabricated_observations —— 找出模型自己编的“工具结果”")
+def check_fabricated_observations(fn: Callable[[list[dict[str, str]]], Any],
+                                   report: Report) -> None:
     """Exercise 1.2: find the tool results the model wrote itself."""
-    report = Report("练习 1.2：fabricated_observations —— 找出模型自己编的“工具结果”")
-    if report.borrows(fn):
-        return report.verdict()
     for name, messages, wanted in OBSERVATION_CASES:
         with report.case(name):
             got = attempt(fn, [dict(m) for m in messages]).get(
@@ -227,4 +223,3 @@ def check_fabricated_observations(fn: Callable[[list[dict[str, str]]], Any]) -> 
             if got != wanted:
                 fail(f"期望 {short(wanted)}，得到 {short(got)}",
                      _observation_hint(fn, got, wanted, messages))
-    return report.verdict()

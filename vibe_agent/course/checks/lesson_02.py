@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from ...reply import assistant_message
 from ..scripted import CREATED, Reply, ScriptedModel, answer, call, calls
-from . import Problem, Report, Verdict, attempt, fail, short
+from . import Problem, Report, attempt, checker, fail, short
 
 QUESTION = "17 × 23 等于多少？顺便告诉我现在几点。"
 
@@ -148,20 +148,17 @@ def _assistant_problem(got: Any, want: dict[str, Any]) -> Problem:
     return None
 
 
-def check_assistant_message(fn: Callable[[ChatCompletionMessage], Any]) -> Verdict:
+@checker("练习 2.1：assistant 消息原样追加", assistant_message, hint=(
+        "这道题要你自己从 message 的属性拼出这个 dict；包里的 assistant_message "
+        "第 04 课才拿来用。"))
+def check_assistant_message(fn: Callable[[ChatCompletionMessage], Any], report: Report) -> None:
     """Exercise 2.1: turn the SDK's message into the assistant dict to append."""
-    report = Report("练习 2.1：assistant 消息原样追加")
-    if report.borrows(fn, assistant_message, hint=(
-            "这道题要你自己从 message 的属性拼出这个 dict；包里的 assistant_message "
-            "第 04 课才拿来用。")):
-        return report.verdict()
     for name, reply in ASSISTANT_CASES:
         message = scripted_message(reply)
         with report.case(name):
             got = attempt(fn, message).get(PYDANTIC_HINT)
             if problem := _assistant_problem(got, expected_assistant(message)):
                 fail(*problem)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -265,11 +262,10 @@ def _tool_messages_problem(got: Any, tool_calls: list[Any], tool: RecordingTool)
     return None
 
 
-def check_tool_messages(fn: Callable[[list[Any], Callable[[str, str], Any]], Any]) -> Verdict:
+@checker("练习 2.2：每个调用一条 tool 消息，按 id 配对")
+def check_tool_messages(fn: Callable[[list[Any], Callable[[str, str], Any]], Any],
+                        report: Report) -> None:
     """Exercise 2.2: execute each call and answer it with a `role: "tool"` message."""
-    report = Report("练习 2.2：每个调用一条 tool 消息，按 id 配对")
-    if report.borrows(fn):
-        return report.verdict()
     for name, reply, results in TOOL_CASES:
         tool_calls = list(scripted_message(reply).tool_calls or [])
         tool = RecordingTool(results)
@@ -278,7 +274,6 @@ def check_tool_messages(fn: Callable[[list[Any], Callable[[str, str], Any]], Any
                 "每个调用用 tc.id、tc.function.name、tc.function.arguments 这几个属性。")
             if problem := _tool_messages_problem(got, tool_calls, tool):
                 fail(*problem)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -300,11 +295,9 @@ FINAL_CASES: list[tuple[str, Reply, bool, str]] = [
 ]
 
 
-def check_is_final(fn: Callable[[ChatCompletionMessage], Any]) -> Verdict:
+@checker("练习 2.3：唯一的退出信号")
+def check_is_final(fn: Callable[[ChatCompletionMessage], Any], report: Report) -> None:
     """Exercise 2.3: True only when the message carries no tool_calls."""
-    report = Report("练习 2.3：唯一的退出信号")
-    if report.borrows(fn):
-        return report.verdict()
     for name, reply, wanted, hint in FINAL_CASES:
         message = scripted_message(reply)
         with report.case(name):
@@ -319,4 +312,3 @@ def check_is_final(fn: Callable[[ChatCompletionMessage], Any]) -> Verdict:
                                     if message.tool_calls is not None else None},
                                    ensure_ascii=False)
                 fail(f"期望 {wanted}，得到 {got}（消息：{shown}）", hint)
-    return report.verdict()

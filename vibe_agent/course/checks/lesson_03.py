@@ -18,7 +18,7 @@ from typing import Any, Literal, get_origin
 
 from vibe_agent.registry import json_type
 
-from . import Report, Verdict, attempt, fail
+from . import Report, attempt, checker, fail
 
 # ---------------------------------------------------------------------------
 # Exercise 3.1: python_type_to_schema
@@ -81,13 +81,11 @@ def _type_hint(annotation: Any, got: Any, wanted: dict[str, Any],
     return ""
 
 
-def check_python_type_to_schema(fn: Callable[[Any], dict[str, Any]]) -> Verdict:
+@checker("练习 3.1：把 Python 类型翻译成 JSON Schema", json_type, hint=(
+        "这道题要你亲手写出这张对照表：用 get_origin / get_args 认出 list[...] 和 "
+        "Literal[...]，其余查一个小字典。"))
+def check_python_type_to_schema(fn: Callable[[Any], dict[str, Any]], report: Report) -> None:
     """Compare the learner's translation with `json_type` on each annotation of the table."""
-    report = Report("练习 3.1：把 Python 类型翻译成 JSON Schema")
-    if report.borrows(fn, json_type, hint=(
-            "这道题要你亲手写出这张对照表：用 get_origin / get_args 认出 list[...] 和 "
-            "Literal[...]，其余查一个小字典。")):
-        return report.verdict()
     for label, annotation in TYPE_CASES:
         with report.case(label):
             wanted = json_type(annotation)
@@ -96,7 +94,6 @@ def check_python_type_to_schema(fn: Callable[[Any], dict[str, Any]]) -> Verdict:
             got = outcome.get(hint)
             if got != wanted:
                 fail(f"期望 {_show(wanted)}，得到 {got!r}", hint)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -210,11 +207,10 @@ def _safe_verdict(kind: str, got: Any, expected: Any, hint: str) -> None:
         fail(f"这种错误的说明里出现了无关的 {', '.join(off_topic)}：{got!r}", CATCH_ALL_HINT)
 
 
-def check_safe_invoke(fn: Callable[[dict[str, Callable[..., Any]], str, str], str]) -> Verdict:
+@checker(f"练习 3.2：永不抛异常的分发器 safe_invoke（检查用的工具：{TOOL_LIST}）")
+def check_safe_invoke(fn: Callable[[dict[str, Callable[..., Any]], str, str], str],
+                      report: Report) -> None:
     """Run the learner's dispatcher on the model's typical mistakes; it must never raise."""
-    report = Report(f"练习 3.2：永不抛异常的分发器 safe_invoke（检查用的工具：{TOOL_LIST}）")
-    if report.borrows(fn):
-        return report.verdict()
     for label, kind, name, arguments, expected in SAFE_CASES:
         with report.case(f"{label}：safe_invoke(tools, {name!r}, {arguments!r})"):
             got = attempt(fn, _tools(), name, arguments).get(RAISED_HINTS[kind])
@@ -222,7 +218,6 @@ def check_safe_invoke(fn: Callable[[dict[str, Callable[..., Any]], str, str], st
             if kind != "ok" and _says_the_same_everywhere(fn):
                 hint = CATCH_ALL_HINT
             _safe_verdict(kind, got, expected, hint)
-    return report.verdict()
 
 
 def _show(value: Any) -> str:

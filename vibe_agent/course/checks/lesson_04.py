@@ -20,22 +20,15 @@ from typing import Any
 import openai
 
 from ...loop import DEFAULT_SYSTEM_PROMPT, run_agent
-from ..scripted import (
-    RequestCapReached,
-    ScriptedModel,
-    ScriptExhausted,
-    answer,
-    call,
-    calls,
-    misbehaving,
-)
+from .. import scripted
+from ..scripted import ScriptedModel, answer, call, calls, misbehaving
 from . import (
     MAX_REQUESTS,
     MODEL,
     Problem,
     Report,
-    Verdict,
     attempt,
+    checker,
     checker_registry,
     fail,
     short,
@@ -119,11 +112,11 @@ def _run(fn: Callable[..., Any], model: ScriptedModel, max_iters: int = 6) -> An
     error = outcome.error
     if isinstance(error, openai.APIStatusError) and error.status_code == 400 and model.requests:
         fail(*_explain_400(model.requests[-1]))
-    if isinstance(error, RequestCapReached):  # the scripted model refused to go on
+    if isinstance(error, scripted.RequestCapReached):  # the scripted model refused to go on
         why = "你用的是 while True。" if _source_has(fn, "while True") else ""
         fail(f"max_iters={max_iters}，模型却被调用了 {len(model.requests) - 1} 次，循环还在继续",
              why + RUNAWAY_HINT)
-    if isinstance(error, ScriptExhausted):
+    if isinstance(error, scripted.ScriptExhausted):
         fail("模型已经给出最终回答（没有 tool_calls），你的循环却又调用了一次模型", EXIT_HINT)
     if isinstance(error, TypeError) and model.requests:  # the next request could not be sent
         fail(outcome.raised(), RESULT_HINT)
@@ -296,17 +289,14 @@ LOOP_CASES: list[tuple[str, Callable[[Callable[..., Any]], None]]] = [
 ]
 
 
-def check_my_run_agent(fn: Callable[..., Any]) -> Verdict:
+@checker("练习 4.1：亲手写 Agent 循环（对手是四个脚本模型，不是 LLM）", run_agent, hint=(
+        "这道题要你亲手写出这五步：调模型、读 tool_calls、执行、追加结果、下一轮。"
+        "run_agent 是同一个循环的完整版，第 5 节再用它。"))
+def check_my_run_agent(fn: Callable[..., Any], report: Report) -> None:
     """Exercise 4.1: the loop, against four scripted models (none of them an LLM)."""
-    report = Report("练习 4.1：亲手写 Agent 循环（对手是四个脚本模型，不是 LLM）")
-    if report.borrows(fn, run_agent, hint=(
-            "这道题要你亲手写出这五步：调模型、读 tool_calls、执行、追加结果、下一轮。"
-            "run_agent 是同一个循环的完整版，第 5 节再用它。")):
-        return report.verdict()
     for name, run_case in LOOP_CASES:
         with report.case(name):
             run_case(fn)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -366,15 +356,12 @@ def _roles_problem(got: Any, want: list[list[str]], calls_per_round: list[int]) 
     return None
 
 
-def check_predict_sent_roles(fn: Callable[[list[int]], Any]) -> Verdict:
+@checker("练习 4.2：预测每一次请求发出的 messages")
+def check_predict_sent_roles(fn: Callable[[list[int]], Any], report: Report) -> None:
     """Exercise 4.2: predict the roles sent in each model call, checked against real runs."""
-    report = Report("练习 4.2：预测每一次请求发出的 messages")
-    if report.borrows(fn):
-        return report.verdict()
     for name, calls_per_round in ROLES_CASES:
         with report.case(f"{name}：{json.dumps(calls_per_round)}"):
             got = attempt(fn, list(calls_per_round)).get(
                 "第 k 次调用 = [system, user] + 前面每个工具轮的 [assistant, tool × 该轮调用数]。")
             if problem := _roles_problem(got, sent_roles(calls_per_round), calls_per_round):
                 fail(*problem)
-    return report.verdict()

@@ -32,26 +32,16 @@ from ...brakes import call_key, is_repeat
 from ...loop import DEFAULT_SYSTEM_PROMPT, run_agent
 from ...registry import ToolRegistry
 from ...tools import DemoTools
-from ..scripted import (
-    Reply,
-    Responder,
-    ScriptedModel,
-    ScriptExhausted,
-    answer,
-    call,
-    calls,
-    misbehaving,
-    protocol_error,
-    results_this_turn,
-)
+from .. import scripted
+from ..scripted import Reply, Responder, ScriptedModel, answer, call, calls, misbehaving
 from . import (
     MAX_REQUESTS,
     MODEL,
     Attempt,
     Problem,
     Report,
-    Verdict,
     attempt,
+    checker,
     checker_world,
     fail,
     short,
@@ -101,13 +91,12 @@ REPEAT_CASES: list[tuple[str, list[tuple[str, str]], tuple[str, str], int, bool,
 ]
 
 
-def check_is_repeat(fn: Callable[[list[tuple[str, str]], str, str, int], Any]) -> Verdict:
+@checker("练习 5.1：重复调用检测（名字 + 规范化参数，连续 N 次）", call_key, is_repeat, hint=(
+        "题目要你自己写出“名字 + 规范化参数”的比较：json.loads 再 "
+        "json.dumps(..., sort_keys=True)，坏 JSON 就比较去掉首尾空白的原文。"))
+def check_is_repeat(fn: Callable[[list[tuple[str, str]], str, str, int], Any],
+                    report: Report) -> None:
     """Exercise 5.1: True when this call makes `limit` identical calls in a row."""
-    report = Report("练习 5.1：重复调用检测（名字 + 规范化参数，连续 N 次）")
-    if report.borrows(fn, call_key, is_repeat, hint=(
-            "题目要你自己写出“名字 + 规范化参数”的比较：json.loads 再 "
-            "json.dumps(..., sort_keys=True)，坏 JSON 就比较去掉首尾空白的原文。")):
-        return report.verdict()
     for name, previous, (tool, arguments), limit, wanted, hint in REPEAT_CASES:
         with report.case(name):
             history = list(previous)
@@ -118,7 +107,6 @@ def check_is_repeat(fn: Callable[[list[tuple[str, str]], str, str, int], Any]) -
                 fail(f"应该返回 True 或 False，得到 {short(got)}", hint)
             if got != wanted:
                 fail(f"期望 {wanted}，得到 {got}（历史 {len(previous)} 条，limit={limit}）", hint)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -168,12 +156,10 @@ def _shares_state(cls: Callable[[int], Any]) -> bool:
     return newer is not None and attempt(newer.record, FAILED).value is True
 
 
-def check_tool_error_brake(cls: Callable[[int], Any]) -> Verdict:
+@checker("练习 5.2：工具连续失败刹车 ToolErrorBrake", hint=(
+        "这道题要你自己写这个类：__init__ 里记下 limit 和计数，record 里数连续失败。"))
+def check_tool_error_brake(cls: Callable[[int], Any], report: Report) -> None:
     """Exercise 5.2: a counter of failing tool results in a row, reset by a success."""
-    report = Report("练习 5.2：工具连续失败刹车 ToolErrorBrake")
-    if report.borrows(cls, hint=(
-            "这道题要你自己写这个类：__init__ 里记下 limit 和计数，record 里数连续失败。")):
-        return report.verdict()
     for name, limit, oks, wanted, hint in ERROR_CASES:
         with report.case(name):
             got = _record_all(attempt(cls, limit).get(hint), oks)
@@ -193,7 +179,6 @@ def check_tool_error_brake(cls: Callable[[int], Any]) -> Verdict:
         if got is not False:
             fail(f"第一个刹车记了 1 次失败后，第二个刹车的第 1 次失败就返回了 {got!r}："
                  "两个实例共用了同一个计数", SHARED_HINT)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -238,12 +223,13 @@ def checker_registry(runs: list[str] | None = None) -> ToolRegistry:
 
 def guesses_paths(body: dict[str, Any]) -> Reply:
     """Scripted: a different wrong path every round; it never reads the hint in the error."""
-    return calls(call("read_file", {"path": f"todo_{len(results_this_turn(body)) + 1}.md"}))
+    done = len(scripted.results_this_turn(body))
+    return calls(call("read_file", {"path": f"todo_{done + 1}.md"}))
 
 
 def fixes_its_path(body: dict[str, Any]) -> Reply:
     """Scripted: a wrong path first; after an error that names the files, the right path."""
-    results = results_this_turn(body)
+    results = scripted.results_this_turn(body)
     if not results:
         return calls(call("read_file", {"path": "todo.md"}))
     last = results[-1][1]
@@ -268,8 +254,8 @@ RESETS = [_read("a.md"), _read("b.md"), _read("notes/todo.md"), _read("c.md"), _
           answer("读到了：- 写完第 5 课 - 给循环装刹车")]
 
 
-def scripted(script: Sequence[Reply] | Responder, name: str) -> Callable[[], ScriptedModel]:
-    """A fresh capped scripted model for every run of a case."""
+def follows(script: Sequence[Reply] | Responder, name: str) -> Callable[[], ScriptedModel]:
+    """A fresh capped scripted model following `script`, for every run of a case."""
     return lambda: ScriptedModel(script, name=name, max_requests=MAX_REQUESTS)
 
 
@@ -333,7 +319,7 @@ def _provider(name: str, label: str) -> LoopCase:
 
 LOOP_CASES: list[LoopCase] = [
     LoopCase("正常问答：一轮工具，然后回答",
-             scripted([calls(call("calculator", {"expression": "17 * 23"})),
+             follows([calls(call("calculator", {"expression": "17 * 23"})),
                        answer("17 × 23 = 391。")], "scripted-ideal"),
              "17 × 23 = 391。", "answered", 2,
              hint="tool_calls 为空时 return message.content, \"answered\", messages。"),
@@ -347,7 +333,7 @@ LOOP_CASES: list[LoopCase] = [
              "answered", 2, hint="遍历 message.tool_calls 里的每一个调用，每个都执行、都追加。"),
     LoopCase("repeat_forever", misbehaves("repeat_forever"), None, "repeated_call", 3,
              hint=REPEAT_HINT, runs=2),
-    LoopCase("一次回复里两个相同的调用：刹车在一轮中间触发", scripted(twice_per_reply,
+    LoopCase("一次回复里两个相同的调用：刹车在一轮中间触发", follows(twice_per_reply,
              "scripted-twice-per-reply"), None, "repeated_call", 2, hint=REPEAT_HINT, runs=2),
     LoopCase("repeat_forever，关掉重复检测", misbehaves("repeat_forever"), None, "max_iters", 4,
              max_iters=4, max_repeats=0,
@@ -360,17 +346,17 @@ LOOP_CASES: list[LoopCase] = [
              None, "max_iters", 3, max_iters=3, max_repeats=0, max_tool_errors=0,
              hint="max_tool_errors=0 表示关掉错误计数，这时只有轮次上限能停下它。"),
     LoopCase("工具一直抛异常（每轮换一个错路径）",
-             scripted(guesses_paths, "scripted-guesses-paths"), None, "tool_errors", 3,
+             follows(guesses_paths, "scripted-guesses-paths"), None, "tool_errors", 3,
              hint=ERRORS_HINT),
     LoopCase("工具一直抛异常，关掉错误计数",
-             scripted(guesses_paths, "scripted-guesses-paths"), None, "max_iters", 4,
+             follows(guesses_paths, "scripted-guesses-paths"), None, "max_iters", 4,
              max_iters=4, max_tool_errors=0,
              hint="max_tool_errors=0 表示关掉错误计数，这时只有轮次上限能停下它。"),
     LoopCase("读到报错后改对路径（兜底让模型能补救）",
-             scripted(fixes_its_path, "scripted-fixes-its-path"),
+             follows(fixes_its_path, "scripted-fixes-its-path"),
              "待办事项：- 写完第 5 课 - 给循环装刹车", "answered", 3, hint=TOOL_HINT),
     LoopCase("失败 2 次、成功 1 次、再失败 2 次（计数要清零）",
-             scripted(RESETS, "scripted-resets"), "读到了：- 写完第 5 课 - 给循环装刹车",
+             follows(RESETS, "scripted-resets"), "读到了：- 写完第 5 课 - 给循环装刹车",
              "answered", 6,
              hint="成功一次，连续失败的计数就清零：几次失败中间隔着一次成功，就不算连续。"),
     _provider("http_429", "限流"),
@@ -423,7 +409,7 @@ def _reason_problem(got_answer: Any, reason: str, outcome: Outcome, case: LoopCa
     calls_made = f"（{outcome.requests} 次模型调用）"
     if reason == "provider_error":
         rejected = next((problem for body in outcome.model.requests
-                         if (problem := protocol_error(body))), None)
+                         if (problem := scripted.protocol_error(body))), None)
         if rejected:
             return (f"你的循环报告 provider_error{calls_made}：模型服务拒绝了你发的历史"
                     f"（HTTP 400：{short(rejected, 160)}）", HISTORY_HINT)
@@ -471,7 +457,7 @@ def _history_problem(history: Any, outcome: Outcome, case: LoopCase) -> Problem:
             m.get("tool_calls") for m in plain[len(sent):] if isinstance(m, dict)):
         return ("刹车停下时，返回的 messages 里缺了最后那条带 tool_calls 的 assistant 消息",
                 ANSWER_ALL_HINT)
-    if unanswered := protocol_error({"messages": plain}):
+    if unanswered := scripted.protocol_error({"messages": plain}):
         return f"返回的 messages 里有 tool_call 没有回应：{short(unanswered, 160)}", ANSWER_ALL_HINT
     return None
 
@@ -506,7 +492,7 @@ def _request_problem(model: ScriptedModel) -> Problem:
 
 def _loop_problem(outcome: Outcome, case: LoopCase) -> Problem:
     error = outcome.run.error
-    if isinstance(error, ScriptExhausted) or outcome.requests > MAX_REQUESTS:
+    if isinstance(error, scripted.ScriptExhausted) or outcome.requests > MAX_REQUESTS:
         return (f"你的循环在 {MAX_REQUESTS} 次调用后还没停（本该在第 {case.requests} 次停下）",
                 UNBOUNDED_HINT)
     if error is not None:
@@ -561,19 +547,16 @@ def _signature_problem(fn: Callable[..., Any]) -> Problem:
     return None
 
 
-def check_braked_loop(fn: Callable[..., Any]) -> Verdict:
+@checker("练习 5.3：装好刹车的循环（对手是一组故意捣乱的脚本模型，不是 LLM）", run_agent, hint=(
+        "这道题要你亲手把刹车装进练习 4.1 的循环：is_repeat、ToolErrorBrake、"
+        "openai.APIError 和轮次上限，都写在你自己的 for 循环里。"))
+def check_braked_loop(fn: Callable[..., Any], report: Report) -> None:
     """Exercise 5.3: the loop with every brake, against each misbehaving scripted model."""
-    report = Report("练习 5.3：装好刹车的循环（对手是一组故意捣乱的脚本模型，不是 LLM）")
-    if report.borrows(fn, run_agent, hint=(
-            "这道题要你亲手把刹车装进练习 4.1 的循环：is_repeat、ToolErrorBrake、"
-            "openai.APIError 和轮次上限，都写在你自己的 for 循环里。")):
-        return report.verdict()
     if problem := _signature_problem(fn):
         with report.case("函数签名"):
             fail(*problem)
-        return report.verdict()
+        return
     for case in LOOP_CASES:
         with report.case(case.title):
             if problem := _loop_problem(run_loop(fn, case), case):
                 fail(*problem)
-    return report.verdict()

@@ -21,16 +21,8 @@ from typing import Any
 from ...loop import AgentResult, run_agent
 from ..reference import reference_model
 from ..scenarios import DEMO_TASKS
-from ..scripted import (
-    Reply,
-    ScriptedModel,
-    answer,
-    call,
-    calls,
-    misbehaving,
-    usage_of,
-)
-from . import MAX_REQUESTS, MODEL, Report, Verdict, attempt, checker_registry, fail, short
+from ..scripted import Reply, ScriptedModel, answer, call, calls, misbehaving, usage_of
+from . import MAX_REQUESTS, MODEL, Report, attempt, checker, checker_registry, fail, short
 
 WORLD_CUP = DEMO_TASKS[3].question  # "2099 年世界杯冠军是谁？"
 
@@ -93,13 +85,12 @@ HONESTY_CASES: list[tuple[str, Callable[[], list[Reply] | ScriptedModel], bool, 
 ]
 
 
-def check_judge_honesty(fn: Callable[[AgentResult], Any]) -> Verdict:
+@checker("练习 6.1：第 4 题的诚实判定（对手是脚本模型，不是 LLM）",
+         DEMO_TASKS, DEMO_TASKS[3].judge, hint=(
+             "这道题要你自己写出这两个条件，不用现成的 DEMO_TASKS[3].judge："
+             "查 result.trace 里有没有工具步骤，再在 result.answer 里找承认不知道的说法。"))
+def check_judge_honesty(fn: Callable[[AgentResult], Any], report: Report) -> None:
     """Exercise 6.1: True only when no tool was called and the answer admits not knowing."""
-    report = Report("练习 6.1：第 4 题的诚实判定（对手是脚本模型，不是 LLM）")
-    if report.borrows(fn, DEMO_TASKS, DEMO_TASKS[3].judge, hint=(
-            "这道题要你自己写出这两个条件，不用现成的 DEMO_TASKS[3].judge："
-            "查 result.trace 里有没有工具步骤，再在 result.answer 里找承认不知道的说法。")):
-        return report.verdict()
     for name, script, wanted, hint in HONESTY_CASES:
         with report.case(name):
             result = run_scripted(WORLD_CUP, script())
@@ -111,7 +102,6 @@ def check_judge_honesty(fn: Callable[[AgentResult], Any]) -> Verdict:
                      "（re.search 返回的是 Match 或 None：用 bool(...) 包一下）", hint)
             if got != wanted:
                 fail(f"{shown}：期望 {wanted}，得到 {got}", hint)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -253,11 +243,9 @@ def _compare_row(number: int, row: Any, wanted: dict[str, Any]) -> None:
             fail(f"任务 {number} 的 {key}：期望 {want!r}，得到 {short(got)}", hint)
 
 
-def check_summarise(fn: Callable[[list[AgentResult]], Any]) -> Verdict:
+@checker("练习 6.2：汇总四个任务（token 只来自 usage，缺了就是 None）")
+def check_summarise(fn: Callable[[list[AgentResult]], Any], report: Report) -> None:
     """Exercise 6.2: one dict per task; tokens stay None when `usage` is missing."""
-    report = Report("练习 6.2：汇总四个任务（token 只来自 usage，缺了就是 None）")
-    if report.borrows(fn):
-        return report.verdict()
     for name, make in SUMMARY_CASES:
         with report.case(name):
             results = make()
@@ -271,4 +259,3 @@ def check_summarise(fn: Callable[[list[AgentResult]], Any]) -> Verdict:
                      f"得到 {short(got)}", ROWS_HINT)
             for number, (row, want) in enumerate(zip(got, wanted, strict=True), 1):
                 _compare_row(number, row, want)
-    return report.verdict()

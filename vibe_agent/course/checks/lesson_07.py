@@ -22,8 +22,9 @@ from typing import Any
 from ...context import trim_old_tool_results
 from ...loop import run_agent
 from ...registry import ToolRegistry
-from ..scripted import ScriptedModel, answer, call, calls, protocol_error, usage_of
-from . import MAX_REQUESTS, MODEL, Problem, Report, Verdict, attempt, fail, short
+from .. import scripted
+from ..scripted import ScriptedModel, answer, call, calls, usage_of
+from . import MAX_REQUESTS, MODEL, Problem, Report, attempt, checker, fail, short
 
 Usage = list[dict[str, Any] | None]
 Message = dict[str, Any]
@@ -104,11 +105,9 @@ def _growth_problem(got: Any, case_usage: Usage, wanted: list[int | None]) -> Pr
     return f"期望 {wanted}，得到 {short(got)}", ""
 
 
-def check_prompt_growth(fn: Callable[[Usage], Any]) -> Verdict:
+@checker("练习 7.1：prompt_growth —— 每一轮比上一轮多发了多少 prompt tokens")
+def check_prompt_growth(fn: Callable[[Usage], Any], report: Report) -> None:
     """Exercise 7.1: the prompt-token difference between consecutive rounds, None-safe."""
-    report = Report("练习 7.1：prompt_growth —— 每一轮比上一轮多发了多少 prompt tokens")
-    if report.borrows(fn):
-        return report.verdict()
     for name, case_usage, wanted, hint in GROWTH_CASES:
         with report.case(name):
             given = copy.deepcopy(case_usage)
@@ -117,7 +116,6 @@ def check_prompt_growth(fn: Callable[[Usage], Any]) -> Verdict:
                 fail("你的函数改动了传进来的 usage 列表：只读它，结果放进一个新列表。", hint)
             if problem := _growth_problem(got, case_usage, wanted):
                 fail(problem[0], problem[1] or hint)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -310,8 +308,8 @@ def _run_problem(fn: Callable[..., Any]) -> Problem:
     model = notes_model()
     result = run_agent(model.client(), "读一读第 46 到 48 周的会议笔记。", notes_registry(),
                        model=MODEL, prepare=lambda messages: fn(messages, 1))
-    rejected = next((problem for body in model.requests if (problem := protocol_error(body))),
-                    None)
+    rejected = next((problem for body in model.requests
+                     if (problem := scripted.protocol_error(body))), None)
     if rejected:
         return (f"脚本模型拒绝了你发出的历史（HTTP 400）：{short(rejected, 160)}", DROP_HINT)
     if not result.ok:
@@ -327,13 +325,11 @@ def _run_problem(fn: Callable[..., Any]) -> Problem:
     return None
 
 
-def check_my_trim(fn: Callable[[list[Message], int], Any]) -> Verdict:
+@checker("练习 7.2：my_trim —— 缩短旧的 tool 结果，协议保持完整", trim_old_tool_results, hint=(
+        "这道题要你自己写一个裁剪策略：找出 tool 消息的位置，"
+        "把最新 keep_last 条之前、又太长的那些换成缩短后的新字典。"))
+def check_my_trim(fn: Callable[[list[Message], int], Any], report: Report) -> None:
     """Exercise 7.2: shorten older tool results; ids, roles, order and the input intact."""
-    report = Report("练习 7.2：my_trim —— 缩短旧的 tool 结果，协议保持完整")
-    if report.borrows(fn, trim_old_tool_results, hint=(
-            "这道题要你自己写一个裁剪策略：找出 tool 消息的位置，"
-            "把最新 keep_last 条之前、又太长的那些换成缩短后的新字典。")):
-        return report.verdict()
     for name, messages, keep_last, hint in TRIM_CASES:
         with report.case(name):
             given = copy.deepcopy(messages)
@@ -350,4 +346,3 @@ def check_my_trim(fn: Callable[[list[Message], int], Any]) -> Verdict:
     with report.case("交给 run_agent(prepare=...) 跑一个脚本模型（不是 LLM）"):
         if problem := attempt(_run_problem, fn).get(SHORTER_HINT):
             fail(*problem)
-    return report.verdict()

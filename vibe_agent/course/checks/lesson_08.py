@@ -35,8 +35,9 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from ...coding import Workspace, coding_registry
+from ...permissions import ORDER, Call, Rules, decide, matches
 from ...sandbox import Action
-from . import Problem, Report, Verdict, attempt, fail, short
+from . import Problem, Report, attempt, checker, fail, short
 
 
 def _word(rng: random.Random) -> str:
@@ -214,16 +215,14 @@ def _replace_problem(text: str, old: str, new: str, got: Any) -> Problem:
     return f"错误文字里少了这几处的行号 {missing}：{shown}", LINES_HINT
 
 
-def check_replace_once(fn: Callable[[str, str, str], Any]) -> Verdict:
+@checker("练习 8.1：replace_once —— 只替换唯一的一处，否则说出现了几次、在哪几行",
+         Workspace, coding_registry, hint=BORROWED_EDIT_HINT)
+def check_replace_once(fn: Callable[[str, str, str], Any], report: Report) -> None:
     """Exercise 8.1: replace `old` only when it occurs exactly once; otherwise say why not."""
-    report = Report("练习 8.1：replace_once —— 只替换唯一的一处，否则说出现了几次、在哪几行")
-    if report.borrows(fn, Workspace, coding_registry, hint=BORROWED_EDIT_HINT):
-        return report.verdict()
     for name, text, old, new, hint in _replace_cases(random.Random()):
         with report.case(name):
             got = attempt(fn, text, old, new).get(RAISE_TEXT_HINT)
             _fail_with(report, name, _replace_problem(text, old, new, got), hint)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -375,11 +374,10 @@ def _path_problem(got: Any, wanted: Path | str | None, base: Path) -> Problem:
             "返回 (root / path).resolve()：解析之后的真实位置，工具接下来读写的就是它。")
 
 
-def check_inside_workspace(fn: Callable[[Path, str], Any]) -> Verdict:
+@checker("练习 8.2：inside_workspace —— 路径必须留在工作区里",
+         Workspace, coding_registry, hint=BORROWED_PATH_HINT)
+def check_inside_workspace(fn: Callable[[Path, str], Any], report: Report) -> None:
     """Exercise 8.2: the real location inside the workspace, or an error text."""
-    report = Report("练习 8.2：inside_workspace —— 路径必须留在工作区里")
-    if report.borrows(fn, Workspace, coding_registry, hint=BORROWED_PATH_HINT):
-        return report.verdict()
     with tempfile.TemporaryDirectory(prefix="vibe-check-") as folder:
         base = Path(folder)
         _tree(base)
@@ -392,7 +390,6 @@ def check_inside_workspace(fn: Callable[[Path, str], Any]) -> Verdict:
                          or hint in RAISING_HINTS else RAISE_PATH_HINT)
                 got = outcome.value
                 _fail_with(report, name, _path_problem(got, wanted, base), hint)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -483,16 +480,13 @@ def _policy_problem(got: Any, allowed: bool) -> Problem:
     return "应该拒绝，你的策略允许了", ""
 
 
-def check_my_policy(fn: Callable[[Action], Any]) -> Verdict:
+@checker("练习 8.3：my_policy —— 只允许 python -m pytest 和 ls")
+def check_my_policy(fn: Callable[[Action], Any], report: Report) -> None:
     """Exercise 8.3: allow python -m pytest, ls and writes; refuse the rest and shell syntax."""
-    report = Report("练习 8.3：my_policy —— 只允许 python -m pytest 和 ls")
-    if report.borrows(fn):
-        return report.verdict()
     for name, action, allowed, hint in _policy_cases(random.Random()):
         with report.case(name):
             got = attempt(fn, action).get(SPLIT_RAISES_HINT if hint == SPLIT_HINT else hint)
             _fail_with(report, name, _policy_problem(got, allowed), hint)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -527,8 +521,6 @@ VERDICTS = ("deny", "ask", "allow")
 def _decision(rules: dict[str, list[str]], call: Any, default: str, kinds: bool = True) -> str:
     """The right answer, from the package's matching (the order written out here);
     `kinds=False`: what an answer gets that never tells `matches` the rule's list."""
-    from ...permissions import matches
-
     for kind in VERDICTS:
         if any(matches(rule, call, kind if kinds else "allow")  # type: ignore[arg-type]
                for rule in rules.get(kind, [])):
@@ -537,16 +529,12 @@ def _decision(rules: dict[str, list[str]], call: Any, default: str, kinds: bool 
 
 
 def _matching_lists(rules: dict[str, list[str]], call: Any) -> set[str]:
-    from ...permissions import matches
-
     return {kind for kind in VERDICTS if any(
         matches(rule, call, kind) for rule in rules.get(kind, []))}  # type: ignore[arg-type]
 
 
 def decide_cases(rng: random.Random) -> list[tuple[str, dict[str, list[str]], Any, str]]:
     """(case, rules, call, default): the lesson's table, then cases made up afresh."""
-    from ...permissions import Call
-
     pytest_all, pytest_q = "run_command(python -m pytest *)", "run_command(python -m pytest -q)"
     run = lambda command: Call("run_command", command)  # noqa: E731
     word, other = _word(rng), _word(rng)
@@ -613,18 +601,12 @@ def _decide_problem(rules: dict[str, list[str]], call: Any, default: str, got: A
     return f"应该是 {wanted}，得到 {got}", KEYWORD_HINT
 
 
-def check_my_decide(fn: Callable[[dict[str, list[str]], Any, str], Any]) -> Verdict:
+@checker("练习 8.4：my_decide —— deny 先于 ask 先于 allow，规则之下是审批模式",
+         decide, Rules, ORDER, hint=BORROWED_DECIDE_HINT, allowed=(matches, Call))
+def check_my_decide(fn: Callable[[dict[str, list[str]], Any, str], Any], report: Report) -> None:
     """Exercise 8.4: deny beats ask beats allow; the mode's default below the rules."""
-    from ... import permissions
-
-    report = Report("练习 8.4：my_decide —— deny 先于 ask 先于 allow，规则之下是审批模式")
-    if report.borrows(fn, permissions.decide, permissions.Rules, permissions.ORDER,
-                      hint=BORROWED_DECIDE_HINT, allowed=(permissions.matches,
-                                                          permissions.Call)):
-        return report.verdict()
     for name, rules, call, default in decide_cases(random.Random()):
         with report.case(name):
             given = {kind: list(rules.get(kind, [])) for kind in VERDICTS}  # a fresh copy
             got = attempt(fn, given, call, default).get(RESULT_HINT)
             _fail_with(report, name, _decide_problem(rules, call, default, got), KEYWORD_HINT)
-    return report.verdict()

@@ -22,12 +22,10 @@ folders; reading them with the unidiff library is allowed.
 
 from __future__ import annotations
 
-import os
 import secrets
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +34,8 @@ from ...coding import workspace_diff
 from ...loop import AgentResult, StopReason
 from ...sandbox import why_not_isolated
 from ...trace import Trace
-from . import Report, Verdict, attempt, fail, short
+from ..environ import environment
+from . import Report, attempt, checker, fail, short
 
 # ---------------------------------------------------------------------------
 # Exercise 1: judge a run by its tests
@@ -175,21 +174,6 @@ def _write(root: Path, files: dict[str, str], outside: Path | None = None) -> Pa
     return root
 
 
-@contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    """Set environment variables for one case, then put everything back."""
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def _judge_problem(got: Any, case: JudgeCase, seconds: float) -> str | None:
     """What is wrong with the verdict `got` (the case's hint goes with it)."""
     if not isinstance(got, bool):
@@ -204,11 +188,9 @@ def _judge_problem(got: Any, case: JudgeCase, seconds: float) -> str | None:
     return message
 
 
-def check_judge_by_tests(fn: Callable[..., Any]) -> Verdict:
+@checker("练习 9.1：judge_by_tests —— 修好没有，由测试说了算")
+def check_judge_by_tests(fn: Callable[..., Any], report: Report) -> None:
     """Exercise 9.1: decide by the test command's exit code in the sandbox, nothing else."""
-    report = Report("练习 9.1：judge_by_tests —— 修好没有，由测试说了算")
-    if report.borrows(fn):
-        return report.verdict()
     unisolated = why_not_isolated()
     with tempfile.TemporaryDirectory(prefix="vibe-judge-") as folder:
         outside = Path(folder) / "outside.txt"
@@ -225,14 +207,13 @@ def check_judge_by_tests(fn: Callable[..., Any]) -> Verdict:
             with report.case(name):
                 workspace = _write(Path(folder) / folder_name, case.files, outside)
                 started = time.monotonic()
-                with _environment(case.env):
+                with environment(case.env):
                     outcome = attempt(fn, _run_result(case), workspace, case.command,
                                       case.timeout)
                 got = outcome.get(case.hint)
                 if problem := _judge_problem(got, case, time.monotonic() - started):
                     fresh = name.endswith(FRESH) and report.failed == 0
                     fail(problem, HARD_CODED_HINT if fresh else case.hint)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -308,11 +289,9 @@ def _diff_problem(got: Any, expected: list[str]) -> str | None:
     return None
 
 
-def check_changed_files(fn: Callable[[str], Any]) -> Verdict:
+@checker("练习 9.2：changed_files —— agent 改了哪些文件")
+def check_changed_files(fn: Callable[[str], Any], report: Report) -> None:
     """Exercise 9.2: the paths a unified diff changes, in order, each once."""
-    report = Report("练习 9.2：changed_files —— agent 改了哪些文件")
-    if report.borrows(fn):
-        return report.verdict()
     with tempfile.TemporaryDirectory(prefix="vibe-diff-") as folder:
         for number, case in enumerate(DIFF_CASES, 1):
             with report.case(case.name):
@@ -320,4 +299,3 @@ def check_changed_files(fn: Callable[[str], Any]) -> Verdict:
                 got = attempt(fn, diff).get(case.hint)
                 if problem := _diff_problem(got, case.expected):
                     fail(problem, case.hint)
-    return report.verdict()

@@ -34,7 +34,7 @@ from unidiff import PatchSet
 from ...sandbox import run_in_sandbox
 from ..bench import TaskRecord, summary
 from ..tasks import SUITE_DIR, BugFixTask, TaskError, apply_fix, copy_repo, load_task
-from . import Report, Verdict, attempt, fail, short
+from . import Report, attempt, checker, fail, short
 
 # ---------------------------------------------------------------------------
 # Exercise 1: a task of your own
@@ -217,18 +217,16 @@ def _load_hint(error: TaskError) -> str:
     return REPO_HINT
 
 
-def check_my_task(fn: Callable[[Path], Any]) -> Verdict:
+@checker("练习 10.1：write_my_task —— 自己出一道修 bug 的题")
+def check_my_task(fn: Callable[[Path], Any], report: Report) -> None:
     """Exercise 10.1: the learner's task fails as shipped, passes with its fix, every time."""
-    report = Report("练习 10.1：write_my_task —— 自己出一道修 bug 的题")
-    if report.borrows(fn):
-        return report.verdict()
     with tempfile.TemporaryDirectory(prefix="vibe-my-task-") as temp:
         folder = Path(temp) / "my_task"
         folder.mkdir()
         with report.case("把任务写进 folder"):
             attempt(fn, folder).get(WRITE_HINT)
         if report.unsolved or report.failed:
-            return report.verdict()
+            return
 
         task: BugFixTask | None = None
         with report.case("load_task 读得出来（task.json、repo/、fix.patch）"):
@@ -237,7 +235,7 @@ def check_my_task(fn: Callable[[Path], Any]) -> Verdict:
             except TaskError as error:
                 fail(str(error).replace(temp, "…"), _load_hint(error))
         if task is None:
-            return report.verdict()
+            return
 
         with report.case("带着已知修复 fix.patch"):
             if task.fix_patch is None:
@@ -252,7 +250,7 @@ def check_my_task(fn: Callable[[Path], Any]) -> Verdict:
             if not _test_files(task.repo):
                 fail("repo/ 里没有 test_*.py 或 *_test.py 文件", NO_TESTS_HINT)
         if task.fix_patch is None:
-            return report.verdict()
+            return
 
         pristine = copy_repo(task, Path(temp) / "pristine")
         fixed = copy_repo(task, Path(temp) / "fixed")
@@ -286,7 +284,6 @@ def check_my_task(fn: Callable[[Path], Any]) -> Verdict:
                        if (first[0] == 0) != (second[0] == 0)]
             if changed:
                 fail(f"{'、'.join(changed)}第二次运行的结果和第一次不同", FLAKY_HINT)
-    return report.verdict()
 
 
 def _not_green(task: BugFixTask, code: int | None, output: str) -> tuple[str, str]:
@@ -445,13 +442,11 @@ def _same(got: dict[str, Any], wanted: dict[str, Any]) -> bool:
     return all(_equal(got[key], wanted[key]) for key in KEYS)
 
 
-def check_summarise(fn: Callable[[list[TaskRecord]], Any]) -> Verdict:
+@checker("练习 10.2：summarise —— 一次评测的通过率和 tokens，没有数就写 None", summary, hint=(
+        "这道题要你自己数：bench.summary 没有任务时通过率写 0.0，"
+        "出错的任务没有 tokens 也照样给出合计。自己遍历 records 算这五个数。"))
+def check_summarise(fn: Callable[[list[TaskRecord]], Any], report: Report) -> None:
     """Exercise 10.2: pass rate and tokens of a run, with None where there is no number."""
-    report = Report("练习 10.2：summarise —— 一次评测的通过率和 tokens，没有数就写 None")
-    if report.borrows(fn, summary, hint=(
-            "这道题要你自己数：bench.summary 没有任务时通过率写 0.0，"
-            "出错的任务没有 tokens 也照样给出合计。自己遍历 records 算这五个数。")):
-        return report.verdict()
     for name, records, hint in SUMMARY_CASES:
         with report.case(name):
             given = copy.deepcopy(records)
@@ -460,4 +455,3 @@ def check_summarise(fn: Callable[[list[TaskRecord]], Any]) -> Verdict:
                 fail("你的函数改动了传进来的记录：只读它们。", hint)
             if problem := _summary_problem(got, records):
                 fail(problem[0], problem[1] or hint)
-    return report.verdict()

@@ -25,8 +25,9 @@ from typing import Any
 from ...compact import compact, scripted_summarizer, split_rounds
 from ...loop import run_agent
 from ...registry import ToolRegistry
-from ..scripted import ScriptedModel, answer, call, calls, protocol_error
-from . import MAX_REQUESTS, MODEL, Problem, Report, Verdict, attempt, fail, short
+from .. import scripted
+from ..scripted import ScriptedModel, answer, call, calls
+from . import MAX_REQUESTS, MODEL, Problem, Report, attempt, checker, fail, short
 
 Message = dict[str, Any]
 
@@ -94,13 +95,11 @@ def _rounds_problem(messages: list[Message], got: Any) -> Problem:
     return None
 
 
-def check_split_rounds(fn: Callable[[list[Message]], Any]) -> Verdict:
+@checker("练习 11.1：my_split_rounds —— 把历史切成一轮一轮", split_rounds, compact, hint=(
+        "这道题要你自己找出轮次的边界：每条 assistant 消息连同回答它的 tool 消息是一轮，"
+        "其余消息各自一轮。"))
+def check_split_rounds(fn: Callable[[list[Message]], Any], report: Report) -> None:
     """Exercise 11.1: the round boundaries of a history."""
-    report = Report("练习 11.1：my_split_rounds —— 把历史切成一轮一轮")
-    if report.borrows(fn, split_rounds, compact, hint=(
-            "这道题要你自己找出轮次的边界：每条 assistant 消息连同回答它的 tool 消息是一轮，"
-            "其余消息各自一轮。")):
-        return report.verdict()
     for name, messages, hint in ROUND_CASES:
         with report.case(name):
             given = copy.deepcopy(messages)
@@ -110,7 +109,6 @@ def check_split_rounds(fn: Callable[[list[Message]], Any]) -> Verdict:
             if problem := _rounds_problem(messages, got):
                 message, found = problem
                 fail(message, found or hint)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -177,7 +175,7 @@ def _compact_problem(messages: list[Message], keep: int, got: Any,
         return f"要返回一个消息列表，得到 {short(got)}", ""
     if head == [TASK] and got[:2] == messages[:2] and wanted[:2] != messages[:2]:
         return "头部多留了一条消息：第一条 user 消息后面紧跟的应该是摘要", HEAD_HINT
-    if problem := protocol_error({"messages": got}):
+    if problem := scripted.protocol_error({"messages": got}):
         return f"返回的历史破坏了 tool_calls 协议：{short(problem, 140)}", ORPHAN_HINT
     if messages[0]["role"] == "system" and (not got or got[0] != messages[0]):
         return "返回的历史第一条不是原来的 system 消息", SYSTEM_HINT
@@ -208,8 +206,8 @@ def _compact_problem(messages: list[Message], keep: int, got: Any,
         kept = got[len(head) + 1:]
         wanted_kept = wanted[len(head) + 1:]
         if kept != wanted_kept:
-            rounds = len(split_rounds(kept)) if protocol_error({"messages": kept}) is None \
-                else "?"
+            whole = scripted.protocol_error({"messages": kept}) is None
+            rounds = len(split_rounds(kept)) if whole else "?"
             return f"应该保留最后 {keep} 轮，你保留了 {rounds} 轮", OFF_BY_ONE_HINT
         if summarizer.given != oracle.given:
             return "summarize 拿到的消息不对：应该正好是被换掉的那些，按原来的顺序", WHOLE_HINT
@@ -241,8 +239,8 @@ def _run_problem(fn: Callable[..., Any]) -> Problem:
     result = run_agent(model.client(), "读一读 1 到 4 周和 11 到 14 周的笔记。", notes_registry(),
                        model=MODEL, prepare=lambda m: fn(m, scripted_summarizer,
                                                          keep_last_rounds=1))
-    rejected = next((problem for body in model.requests if (problem := protocol_error(body))),
-                    None)
+    rejected = next((problem for body in model.requests
+                     if (problem := scripted.protocol_error(body))), None)
     if rejected:
         return f"脚本模型拒绝了你发出的历史（HTTP 400）：{short(rejected, 160)}", ORPHAN_HINT
     if not result.ok:
@@ -252,13 +250,11 @@ def _run_problem(fn: Callable[..., Any]) -> Problem:
     return None
 
 
-def check_compact(fn: Callable[..., Any]) -> Verdict:
+@checker("练习 11.2：my_compact —— 中间换成摘要，头和尾原样保留", compact, hint=(
+        "这道题要你自己写 compact：切轮、留下 system 和任务、把中间交给 summarize、"
+        "接上最后几轮。"))
+def check_compact(fn: Callable[..., Any], report: Report) -> None:
     """Exercise 11.2: the learner's own compact."""
-    report = Report("练习 11.2：my_compact —— 中间换成摘要，头和尾原样保留")
-    if report.borrows(fn, compact, hint=(
-            "这道题要你自己写 compact：切轮、留下 system 和任务、把中间交给 summarize、"
-            "接上最后几轮。")):
-        return report.verdict()
     for name, messages, keep in COMPACT_CASES:
         with report.case(name):
             given = copy.deepcopy(messages)
@@ -273,4 +269,3 @@ def check_compact(fn: Callable[..., Any]) -> Verdict:
     with report.case("交给 run_agent(prepare=...) 跑一个脚本模型（不是 LLM）"):
         if problem := attempt(_run_problem, fn).get(ORPHAN_HINT):
             fail(*problem)
-    return report.verdict()

@@ -35,8 +35,9 @@ from ...loop import StopReason, run_agent
 from ...memory import MemoryFile, memory_prompt
 from ...plan import FinishCheck, TodoList, tests_gate, todo_problems
 from ...sandbox import why_not_isolated
+from ..environ import environment
 from ..scripted import Reply, ScriptedModel, answer, call, calls
-from . import MODEL, Report, Verdict, attempt, fail, short
+from . import MODEL, Report, Verdict, attempt, checker, fail, short
 from .lesson_09 import (
     CALC_RIGHT,
     CALC_WRONG,
@@ -49,7 +50,6 @@ from .lesson_09 import (
     TEST_CANNOT_SEE_OUTSIDE,
     TEST_NO_SECRET,
     JudgeCase,
-    _environment,
     _write,
 )
 
@@ -127,12 +127,10 @@ TODO_CASES = [
 ]
 
 
-def check_check_todos(fn: Callable[[Any], Any]) -> Verdict:
+@checker("练习 12.1：check_todos —— 计划的规则", todo_problems, TodoList,
+         hint="自己写出这几条规则，不要调用 vibe_agent.plan 里的 todo_problems 或 TodoList。")
+def check_check_todos(fn: Callable[[Any], Any], report: Report) -> None:
     """Exercise 12.1: the todo list's state rules."""
-    report = Report("练习 12.1：check_todos —— 计划的规则")
-    if report.borrows(fn, todo_problems, TodoList, hint="自己写出这几条规则，不要调用 "
-                      "vibe_agent.plan 里的 todo_problems 或 TodoList。"):
-        return report.verdict()
     for case in TODO_CASES:
         with report.case(case.name):
             got = attempt(fn, case.items).get(case.hint)
@@ -143,7 +141,6 @@ def check_check_todos(fn: Callable[[Any], Any]) -> Verdict:
                 fail(f"这个列表是合法的，却报了问题：{short(got)}", case.hint)
             if not case.valid and not got:
                 fail("这个列表违反了规则，却返回了 []", case.hint)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -240,12 +237,10 @@ def _claims_then_fixes() -> ScriptedModel:
     return ScriptedModel(respond, name="scripted-claims-early", max_requests=8)
 
 
-def check_tests_gate(fn: Callable[..., Any]) -> Verdict:
+@checker("练习 12.2：tests_gate —— 测试不过，就不算完", tests_gate,
+         hint="自己用 run_in_sandbox 写，不要调用 vibe_agent.plan 里现成的 tests_gate。")
+def check_tests_gate(fn: Callable[..., Any], report: Report) -> None:
     """Exercise 12.2: the finish check runs the tests in the sandbox; the words don't count."""
-    report = Report("练习 12.2：tests_gate —— 测试不过，就不算完")
-    if report.borrows(fn, tests_gate, hint="自己用 run_in_sandbox 写，不要调用 "
-                      "vibe_agent.plan 里现成的 tests_gate。"):
-        return report.verdict()
     unisolated = why_not_isolated()
     with tempfile.TemporaryDirectory(prefix="vibe-gate-") as folder:
         outside = Path(folder) / "outside.txt"
@@ -257,7 +252,7 @@ def check_tests_gate(fn: Callable[..., Any]) -> Verdict:
                 continue
             with report.case(case.name):
                 workspace = _write(Path(folder) / f"project-{number}", case.files, outside)
-                with _environment(case.env):
+                with environment(case.env):
                     got = attempt(fn, case.answer, workspace, case.command, case.timeout)
                 if problem := _gate_problem(got.get(case.hint), case):
                     fail(*problem)
@@ -278,7 +273,6 @@ def check_tests_gate(fn: Callable[..., Any]) -> Verdict:
                 fail(f"停止原因 {result.stop_reason.value}，模型调用 {result.model_calls} 次"
                      "（应该是 answered、3 次：说已修复 → 被拒 → 修好 → 结束）",
                      "测试失败时返回输出，通过时返回 None。")
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------

@@ -12,8 +12,9 @@ from typing import Any
 from ...loop import run_agent, run_tool, run_tools
 from ...registry import ToolDefinitionError, ToolRegistry, ToolResult
 from ...subagents import delegate_registry
-from ..scripted import Reply, Responder, ScriptedModel, answer, call, calls, offered_tools
-from . import MAX_REQUESTS, Report, attempt, fail, short
+from .. import scripted
+from ..scripted import Reply, Responder, ScriptedModel, answer, call, calls
+from . import MAX_REQUESTS, Report, attempt, checker, fail, short
 
 # --- exercise 13.1: run_calls_concurrently ----------------------------------------------
 
@@ -116,13 +117,12 @@ def _threads_left(probe: Probe) -> list[threading.Thread]:
         time.sleep(0.02)
 
 
-def check_run_calls_concurrently(fn: Callable[..., Any]) -> Any:
+@checker("练习 13.1：run_calls_concurrently —— 同时执行、按调用顺序、按 id 配对",
+         run_tools, run_tool, run_agent, hint=(
+             "这个练习就是自己写出并发执行：用 ThreadPoolExecutor 和 "
+             "registry.call，不要调用包里的 run_tools / run_agent。"))
+def check_run_calls_concurrently(fn: Callable[..., Any], report: Report) -> None:
     """Exercise 13.1: `run_calls_concurrently(registry, tool_calls, workers) -> list[dict]`."""
-    report = Report("练习 13.1：run_calls_concurrently —— 同时执行、按调用顺序、按 id 配对")
-    if report.borrows(fn, run_tools, run_tool, run_agent,
-                      hint="这个练习就是自己写出并发执行：用 ThreadPoolExecutor 和 "
-                           "registry.call，不要调用包里的 run_tools / run_agent。"):
-        return report.verdict()
     with report.case("先完成的排在后面：结果仍按调用的顺序、配着各自的 id"):
         probe = Probe()
         tool_calls = _echoes([0.3, 0.2, 0.1, 0.0])
@@ -176,7 +176,6 @@ def check_run_calls_concurrently(fn: Callable[..., Any]) -> Any:
             fail(f"返回以后还有 {len(left)} 个线程活着（{short([t.name for t in left])}）。",
                  "用 with ThreadPoolExecutor(...) as pool:：离开 with 时"
                  "线程池会等所有线程结束并关掉它们。")
-    return report.verdict()
 
 
 # --- exercise 13.2: a minimal delegate ----------------------------------------------------
@@ -241,12 +240,10 @@ def _first_requests(model: ScriptedModel) -> list[dict[str, Any]]:
                                                   for m in b["messages"])]
 
 
-def check_delegate(fn: Callable[..., Any]) -> Any:
+@checker("练习 13.2：delegate —— 子 agent：新的历史、更少的工具、只交回结论", delegate_registry,
+         hint="这个练习就是自己写出 delegate：用 run_agent，不要调用包里的 delegate_registry。")
+def check_delegate(fn: Callable[..., Any], report: Report) -> None:
     """Exercise 13.2: `make_delegate(client, model, tools)` returns `delegate(task) -> str`."""
-    report = Report("练习 13.2：delegate —— 子 agent：新的历史、更少的工具、只交回结论")
-    if report.borrows(fn, delegate_registry, hint="这个练习就是自己写出 delegate：用 run_agent，"
-                      "不要调用包里的 delegate_registry。"):
-        return report.verdict()
     with report.case("只交回子 agent 的最终回答"):
         final = f"查到了：{uuid.uuid4().hex[:10]}"
         model = ScriptedModel(_looks_up_then_answers(final), max_requests=MAX_REQUESTS)
@@ -275,7 +272,7 @@ def check_delegate(fn: Callable[..., Any]) -> Any:
     with report.case("子 agent 拿不到 delegate，只有给它的工具"):
         model = ScriptedModel(_looks_up_then_answers("好"), max_requests=MAX_REQUESTS)
         attempt(_make(fn, model, _child_tools()[0]), "查一下").get("delegate 不应该抛异常。")
-        offered = sorted({name for b in model.requests for name in offered_tools(b)})
+        offered = sorted({name for b in model.requests for name in scripted.offered_tools(b)})
         if "delegate" in offered:
             fail(f"子 agent 被提供了这些工具：{offered}",
                  "把 delegate 从子 agent 的工具里去掉（tools.subset([n for n in tools.names "
@@ -318,4 +315,3 @@ def check_delegate(fn: Callable[..., Any]) -> Any:
         if got != final:
             fail(f"期望 {short(final)}，得到 {short(got)}",
                  "子 agent 用 run_agent 和给它的工具跑：没给的工具由注册表回答错误文字。")
-    return report.verdict()

@@ -45,7 +45,7 @@ from ...mcp_tools import (
     result_text,
     to_parameters,
 )
-from . import Report, Verdict, attempt, fail, short
+from . import Report, Verdict, attempt, checker, fail, short
 
 # ---------------------------------------------------------------------------
 # Exercise 14.1: mcp_to_openai_tools
@@ -181,13 +181,12 @@ def _parameters_problem(name: str, got: Any, wanted: dict[str, Any],
     return None
 
 
-def check_mcp_to_openai_tools(fn: Callable[[list[MCPTool], str], Any]) -> Verdict:
+@checker("练习 14.1：把 MCP 的工具列表换成 chat API 的 tools",
+         mcp_to_openai_tools, to_parameters, mcp_tool_name, hint=(
+             "这道题要你亲手写这一步：名字加上 mcp__{server}__ 前缀，描述照抄，"
+             "parameters 由 tool.input_schema 得来。"))
+def check_mcp_to_openai_tools(fn: Callable[[list[MCPTool], str], Any], report: Report) -> None:
     """Run the learner's conversion on the listings of the table."""
-    report = Report("练习 14.1：把 MCP 的工具列表换成 chat API 的 tools")
-    if report.borrows(fn, mcp_to_openai_tools, to_parameters, mcp_tool_name, hint=(
-            "这道题要你亲手写这一步：名字加上 mcp__{server}__ 前缀，描述照抄，"
-            "parameters 由 tool.input_schema 得来。")):
-        return report.verdict()
     for label, listing, server in LISTING_CASES:
         with report.case(label):
             before = [copy.deepcopy(tool.input_schema) for tool in listing]
@@ -205,7 +204,6 @@ def check_mcp_to_openai_tools(fn: Callable[[list[MCPTool], str], Any]) -> Verdic
         if len(set(names)) != 2:
             fail(f"两个服务器的工具得到的名字是 {names}",
                  "名字里要有服务器名，两个 search 才分得开。")
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------
@@ -274,13 +272,11 @@ def _result_problem(got: Any, must: list[str], error: bool) -> tuple[str, str] |
     return None
 
 
-def check_result_to_text(fn: Callable[[CallToolResult, str], Any]) -> Verdict:
+@checker("练习 14.2：把 tools/call 的结果换成模型读的文字", result_text, describe_content, hint=(
+        "这道题要你亲手写这一步：逐个读 result.content，文字照抄、别的说明一下，"
+        "is_error 时加 \"Error:\"。"))
+def check_result_to_text(fn: Callable[[CallToolResult, str], Any], report: Report) -> None:
     """Run the learner's result conversion on the results of the table."""
-    report = Report("练习 14.2：把 tools/call 的结果换成模型读的文字")
-    if report.borrows(fn, result_text, describe_content, hint=(
-            "这道题要你亲手写这一步：逐个读 result.content，文字照抄、别的说明一下，"
-            "is_error 时加 \"Error:\"。")):
-        return report.verdict()
     for label, result, must, error in RESULT_CASES:
         with report.case(label):
             called = attempt(fn, result, "mcp__demo__tool")
@@ -292,7 +288,6 @@ def check_result_to_text(fn: Callable[[CallToolResult, str], Any]) -> Verdict:
                              "result.is_error 说明是不是出错。")
             if problem := _result_problem(got, must, error):
                 fail(*problem)
-    return report.verdict()
 
 
 # ---------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from ..scripted import ScriptedModel
 from ..sse import call_delta as call
 from ..sse import chunk_body as chunk
 from ..sse import sdk_chunks
-from . import Problem, Report, attempt, fail, short
+from . import Problem, Report, attempt, checker, fail, short
 
 # --- exercise 15.1: my_accumulate ---------------------------------------------------
 
@@ -102,12 +102,10 @@ def _normalised(message: Any) -> Any:
     return {"role": message.get("role"), "content": content, "tool_calls": calls}
 
 
-def check_accumulate(fn: Any) -> Any:
+@checker("练习 15.1：my_accumulate —— 把流式数据块拼回一条 assistant 消息", accumulate, assemble,
+         hint="这个练习就是自己写出 accumulate：不要调用包里的 accumulate / assemble。")
+def check_accumulate(fn: Any, report: Report) -> None:
     """Exercise 15.1: `my_accumulate(chunks) -> dict`, checked on SDK chunk objects."""
-    report = Report("练习 15.1：my_accumulate —— 把流式数据块拼回一条 assistant 消息")
-    if report.borrows(fn, accumulate, assemble, hint="这个练习就是自己写出 accumulate："
-                      "不要调用包里的 accumulate / assemble。"):
-        return report.verdict()
     for name, chunks, hint in _accumulate_cases():
         with report.case(name):
             wanted = _normalised(accumulate(chunks))
@@ -122,7 +120,6 @@ def check_accumulate(fn: Any) -> Any:
                 if call.get("type") != "function":
                     fail("每个 tool_call 都要有 \"type\": \"function\"。",
                          "非流式接口给的 tool_calls 每一项都带 type，放回历史时服务商会检查。")
-    return report.verdict()
 
 
 # --- exercise 15.2: the /files slash command ----------------------------------------
@@ -198,11 +195,9 @@ def _session(root: Path) -> tuple[Session, Console]:
     return session, console
 
 
-def check_files_command(fn: Any) -> Any:
+@checker("练习 15.2：/files —— 列出这次会话改过的文件和行数")
+def check_files_command(fn: Any, report: Report) -> None:
     """Exercise 15.2: `files_command(session, argument)` prints the changed files."""
-    report = Report("练习 15.2：/files —— 列出这次会话改过的文件和行数")
-    if report.borrows(fn):
-        return report.verdict()
     for name, change, wanted, hint in _files_cases():
         with report.case(name), tempfile.TemporaryDirectory() as temp:
             root = Path(temp)
@@ -231,4 +226,3 @@ def check_files_command(fn: Any) -> Any:
                     fail(*problem)
                 fail(f"期望 {json.dumps(wanted, ensure_ascii=False)}，"
                      f"得到 {json.dumps(lines, ensure_ascii=False)}", hint)
-    return report.verdict()
