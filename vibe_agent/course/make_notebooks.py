@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import copy
 import io
+import os
 import re
 import sys
 from pathlib import Path
+from unittest.mock import patch
 
 import nbformat
 from nbformat import NotebookNode
-
-from .environ import environment
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS_DIR = ROOT / "solutions"
@@ -259,7 +259,7 @@ def execute_notebook(path: Path, env: dict[str, str] | None = None,
 
     nb = nbformat.read(path, as_version=4)
     kernel = KernelManager(kernel_name="python3", kernel_spec_manager=CurrentEnvKernelSpecs())
-    with environment(env or {}):
+    with patch.dict(os.environ, env or {}):
         NotebookClient(nb, km=kernel, timeout=CELL_TIMEOUT, allow_errors=allow_errors,
                        resources={"metadata": {"path": str(path.parent)}}).execute()
     return nb

@@ -22,6 +22,7 @@ folders; reading them with the unidiff library is allowed.
 
 from __future__ import annotations
 
+import os
 import secrets
 import tempfile
 import time
@@ -29,12 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 from ...coding import workspace_diff
 from ...loop import AgentResult, StopReason
 from ...sandbox import why_not_isolated
 from ...trace import Trace
-from ..environ import environment
 from . import Report, attempt, checker, fail, short
 
 # ---------------------------------------------------------------------------
@@ -207,7 +208,7 @@ def check_judge_by_tests(fn: Callable[..., Any], report: Report) -> None:
             with report.case(name):
                 workspace = _write(Path(folder) / folder_name, case.files, outside)
                 started = time.monotonic()
-                with environment(case.env):
+                with patch.dict(os.environ, case.env):
                     outcome = attempt(fn, _run_result(case), workspace, case.command,
                                       case.timeout)
                 got = outcome.get(case.hint)

@@ -24,18 +24,19 @@ Handing in the package's own version (`vibe_agent.plan`, `vibe_agent.memory`) is
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 from ...coding import coding_registry
 from ...loop import StopReason, run_agent
 from ...memory import MemoryFile, memory_prompt
 from ...plan import FinishCheck, TodoList, tests_gate, todo_problems
 from ...sandbox import why_not_isolated
-from ..environ import environment
 from ..scripted import Reply, ScriptedModel, answer, call, calls
 from . import MODEL, Report, Verdict, attempt, checker, fail, short
 from .lesson_09 import (
@@ -252,7 +253,7 @@ def check_tests_gate(fn: Callable[..., Any], report: Report) -> None:
                 continue
             with report.case(case.name):
                 workspace = _write(Path(folder) / f"project-{number}", case.files, outside)
-                with environment(case.env):
+                with patch.dict(os.environ, case.env):
                     got = attempt(fn, case.answer, workspace, case.command, case.timeout)
                 if problem := _gate_problem(got.get(case.hint), case):
                     fail(*problem)
