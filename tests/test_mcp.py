@@ -20,6 +20,7 @@ from mcp.client.stdio import stdio_client
 from mcp.types import ImageContent, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
 
+from vibe_agent import mcp_connection
 from vibe_agent.mcp_tools import (
     MAX_DESCRIPTION_CHARS,
     MAX_LINE_BYTES,
@@ -226,7 +227,10 @@ def test_print_inside_an_sdk_tool_does_not_break_the_protocol():
     ([sys.executable, "-c", "print('hello, I am not an MCP server')"], "did not start"),
     ([sys.executable, "-c", "import time; time.sleep(60)"], "no answer"),
 ], ids=["missing-program", "not-mcp", "silent"])
-def test_a_server_that_does_not_start_raises_clearly(command, message):
+def test_a_server_that_does_not_start_raises_clearly(command, message, monkeypatch):
+    # A silent server is given up on after MIN_START_S (15 s: a Python server may import
+    # for that long); 2 s proves the same here.
+    monkeypatch.setattr(mcp_connection, "MIN_START_S", 2.0)
     started = time.monotonic()
     with pytest.raises(MCPServerError, match=message), mcp_registry(command, name="x",
                                                                        timeout=1.5):
