@@ -40,6 +40,21 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     return NotebooksWhole(config, log)
 
 
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto`: three workers for every two CPUs this process may run on (at least two).
+
+    A worker often waits (for a pseudo-terminal's screen, a kernel, a timeout a test
+    is about), so one worker per CPU left the CPUs idle: measured on two cores, 73-82 %
+    busy with two workers, 90 % with three. PYTEST_XDIST_AUTO_NUM_WORKERS still decides
+    when it is set (xdist's own hook reads it).
+    """
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(2, (cpus or 1) * 3 // 2)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     os.environ["VIBE_AGENT_MODE"] = "replay"
     # addopts names the sanitizer relative to the repository; nbval opens it relative to

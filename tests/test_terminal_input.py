@@ -112,6 +112,14 @@ class Terminal:
         """The last row that starts with the prompt."""
         return next((row for row in reversed(self.rows()) if row.startswith("›")), "")
 
+    def expect_prompt_row(self, expected: str, timeout: float = 20) -> None:
+        """Wait until the prompt row is `expected` (a loaded machine draws late)."""
+        deadline = time.monotonic() + timeout
+        while self.prompt_row() != expected:
+            if not self.pump() or time.monotonic() > deadline:
+                raise AssertionError(f"the prompt row is {self.prompt_row()!r}, not "
+                                     f"{expected!r}; the screen:\n{self.text()}")
+
     def wait_for_prompt(self, timeout: float = 60) -> None:
         """Wait until an empty prompt is the last row written, the cursor on it, and
         nothing more is arriving."""
@@ -180,9 +188,9 @@ def folder(tmp_path: Path) -> Path:
 def test_left_moves_the_cursor_and_up_prints_no_escape(folder, tmp_path):
     term = Terminal(folder, tmp_path)
     term.type(UP)  # an empty history: nothing to recall, nothing printed
-    assert term.prompt_row() == "›"
+    term.expect_prompt_row("›")
     term.type("ab" + LEFT + "X")
-    assert term.prompt_row() == "› aXb"
+    term.expect_prompt_row("› aXb")
     assert "^[" not in term.text()
     term.send("")
     requests = term.finish()
@@ -192,11 +200,11 @@ def test_left_moves_the_cursor_and_up_prints_no_escape(folder, tmp_path):
 def test_backspace_removes_a_whole_chinese_character(folder, tmp_path):
     term = Terminal(folder, tmp_path)
     term.type("修")
-    assert term.prompt_row() == "› 修"
+    term.expect_prompt_row("› 修")
     term.type(BACKSPACE + "X")
-    assert term.prompt_row() == "› X"  # before: "› 修 X" (half the character stayed)
+    term.expect_prompt_row("› X")  # before: "› 修 X" (half the character stayed)
     term.type("修复" + BACKSPACE)
-    assert term.prompt_row() == "› X修"
+    term.expect_prompt_row("› X修")
     term.send("")
     requests = term.finish()
     assert users(requests[-1])[-1] == "X修"
@@ -222,11 +230,11 @@ def test_up_recalls_and_the_history_survives_a_restart(folder, tmp_path):
     term.send("first request")
     term.send("/tokens")
     term.type(UP)
-    assert term.prompt_row() == "› /tokens"
+    term.expect_prompt_row("› /tokens")
     term.type(UP)
-    assert term.prompt_row() == "› first request"
+    term.expect_prompt_row("› first request")
     term.type(DOWN)
-    assert term.prompt_row() == "› /tokens"
+    term.expect_prompt_row("› /tokens")
     term.type("\x15")  # Ctrl-U: the line is emptied
     term.finish()
     kept = list((tmp_path / "state" / "vibe_agent" / "history").iterdir())
@@ -234,13 +242,13 @@ def test_up_recalls_and_the_history_survives_a_restart(folder, tmp_path):
 
     again = Terminal(folder, tmp_path)  # a new session in the same project
     again.type(CTRL_R + "first")
-    assert again.prompt_row() == "› first request"
+    again.expect_prompt_row("› first request")
     assert "I-search backward: first" in again.text()
     again.type("\r")  # Enter in the search sends the line found
     again.wait_for(ANSWER)
     again.wait_for_prompt()
     again.type(UP + UP)
-    assert again.prompt_row() == "› /tokens"
+    again.expect_prompt_row("› /tokens")
     again.type("\x15")
     requests = again.finish()
     assert len(requests) == 1 and users(requests[0])[-1] == "first request"
@@ -346,17 +354,17 @@ def test_a_message_too_long_is_refused_before_it_is_sent(folder, tmp_path):
 def test_tab_completes_a_slash_command_and_a_path(folder, tmp_path):
     term = Terminal(folder, tmp_path)
     term.type("/he\t")
-    assert term.prompt_row() == "› /help"
+    term.expect_prompt_row("› /help")
     term.send("")
     assert "  /tokens  " in term.text() and "  @路径  " in term.text()  # /help tells of @ and !
     term.type("look at @sr\t")
-    assert term.prompt_row() == "› look at @src/"
+    term.expect_prompt_row("› look at @src/")
     term.type("ma\t")
-    assert term.prompt_row() == "› look at @src/main.py"
+    term.expect_prompt_row("› look at @src/main.py")
     term.type("\x15@src/ou\t")  # a link that leads out is not offered
-    assert term.prompt_row() == "› @src/ou"
+    term.expect_prompt_row("› @src/ou")
     term.type("\x15@../\t")
-    assert term.prompt_row() == "› @../"
+    term.expect_prompt_row("› @../")
     term.type("\x15")
     term.finish()
 
@@ -440,7 +448,7 @@ def test_at_path_shows_a_hostile_file_name_escaped(folder, tmp_path):
     (folder / "odd\x1b[2J.txt").write_text("hi\n", "utf-8")
     term = Terminal(folder, tmp_path)
     term.type("@odd\t")
-    assert term.prompt_row() == "› @odd^[[2J.txt"  # completed, shown escaped
+    term.expect_prompt_row("› @odd^[[2J.txt")  # completed, shown escaped
     term.send("")
     assert "没有附上 odd\\x1b[2J.txt：路径里有控制字符" in term.text()  # the guards refuse it
     assert "Vibe Agent" in term.text()  # not cleared
