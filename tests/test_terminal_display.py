@@ -16,6 +16,7 @@ from typing import Any
 
 import pexpect
 import pytest
+from pty_forkserver import ForkServerSpawn
 from terminal_helpers import PROMPT, clean_env, finish, project, squeezed, step
 
 from vibe_agent.approval import print_diff
@@ -49,7 +50,7 @@ def spawn(args: list[str], tmp_path: Path, script: list[dict[str, Any]] | None =
     import json
 
     argv = ["-c", DRIVER, json.dumps(script)] if script is not None else ["-m", "vibe_agent"]
-    return pexpect.spawn(sys.executable, [*argv, "code", *args],
+    return ForkServerSpawn(sys.executable, [*argv, "code", *args],
                          env=clean_env(tmp_path, COLUMNS=str(WIDTH), LINES=str(HEIGHT)),
                          cwd=str(tmp_path), encoding="utf-8", timeout=60,
                          dimensions=(HEIGHT, WIDTH))

@@ -19,6 +19,7 @@ from typing import Any
 
 import pexpect
 import pytest
+from pty_forkserver import ForkServerSpawn
 from rich.console import Console
 from terminal_helpers import PROMPT, clean_env, step
 
@@ -63,7 +64,7 @@ def spawn(tmp_path: Path, script: list[dict[str, Any]], *args: str, delay: float
                     PROMPT_TOOLKIT_NO_CPR="1")
     played = tmp_path / "script.json"  # a file: a 10,000-line answer is too long for argv
     played.write_text(json.dumps([delay, label, script]), encoding="utf-8")
-    return pexpect.spawn(sys.executable, ["-c", DRIVER, str(played), "code", str(folder), *args],
+    return ForkServerSpawn(sys.executable, ["-c", DRIVER, str(played), "code", str(folder), *args],
                          env=env, cwd=str(tmp_path), encoding="utf-8", timeout=60,
                          dimensions=(HEIGHT, WIDTH))
 

@@ -21,6 +21,7 @@ from typing import Any
 import pexpect
 import pyte
 import pytest
+from pty_forkserver import ForkServerSpawn
 from rich.console import Console
 from terminal_helpers import clean_env
 
@@ -77,7 +78,7 @@ class Terminal:
         self.stream = pyte.ByteStream(self.screen)
         self.replies: list[str] = []
         self.screen.write_process_input = self.replies.append  # the terminal's answers
-        self.child = pexpect.spawn(sys.executable, ["-c", DRIVER, str(self.requests_file),
+        self.child = ForkServerSpawn(sys.executable, ["-c", DRIVER, str(self.requests_file),
                                                     "code", str(folder), "--approve", "yolo"],
                                    env=environment(tmp_path), cwd=str(tmp_path), timeout=60,
                                    dimensions=(ROWS, COLS))

@@ -18,6 +18,7 @@ from typing import Any
 
 import pexpect
 import pytest
+from pty_forkserver import ForkServerSpawn
 from rich.console import Console
 from terminal_helpers import PROMPT, clean_env, finish, project, squeezed, step
 
@@ -59,7 +60,7 @@ def spawn(args: list[str], tmp_path: Path, script: list[dict[str, Any]] | None =
           cwd: Path | None = None) -> pexpect.spawn:
     """`code ARGS` in a pty with a scripted model (its requests logged to requests.jsonl)."""
     argv = ["-c", DRIVER, str(tmp_path / "requests.jsonl"), json.dumps(script or [])]
-    return pexpect.spawn(sys.executable, [*argv, "code", *args],
+    return ForkServerSpawn(sys.executable, [*argv, "code", *args],
                          env=clean_env(tmp_path, COLUMNS=str(WIDTH), LINES=str(HEIGHT)),
                          cwd=str(cwd or tmp_path), encoding="utf-8", timeout=60,
                          dimensions=(HEIGHT, WIDTH))
