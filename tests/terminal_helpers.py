@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pexpect
-from pty_forkserver import ForkServerSpawn
+from forkserver import ForkServerSpawn
 
 PROMPT = "› "
 SERVER = Path(__file__).parent / "fixtures" / "mcp_test_server.py"

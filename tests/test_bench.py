@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from forkserver import ForkServerPopen, forked_run
 
 from vibe_agent.coding import Workspace, remove_tree
 from vibe_agent.course import bench, cli, judge
@@ -43,9 +44,9 @@ def cli_env(**extra: str) -> dict[str, str]:
 
 
 def run_cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "vibe_agent", "bench", *args],
-                          capture_output=True, text=True, timeout=300, cwd=cwd,
-                          env=cli_env(**env))
+    return forked_run([sys.executable, "-m", "vibe_agent", "bench", *args],
+                      capture_output=True, text=True, timeout=300, cwd=cwd,
+                      env=cli_env(**env))
 
 
 def table_rows(stdout: str) -> dict[str, list[str]]:
@@ -182,9 +183,9 @@ def test_an_unisolated_run_is_marked_in_table_and_json(tmp_path: Path) -> None:
 
 def test_ctrl_c_stops_at_once_with_the_partial_table_and_json(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
-    proc = subprocess.Popen([sys.executable, "-m", "vibe_agent", "bench", "--mode", "offline",
-                             "--json", str(out)], cwd=tmp_path, env=cli_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = ForkServerPopen([sys.executable, "-m", "vibe_agent", "bench", "--mode", "offline",
+                            "--json", str(out)], cwd=tmp_path, env=cli_env(),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stderr is not None
     progress, deadline = b"", time.monotonic() + 120
     while "✓".encode() not in progress and time.monotonic() < deadline:  # a task is done

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from forkserver import forked_run
 
 from vibe_agent.course.cassette import Cassette, CassetteError, catalogue
 
@@ -172,8 +172,8 @@ def test_catalogue_names_the_damaged_file(tmp_path):
 
 def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None):
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
-    return subprocess.run([sys.executable, "-m", "vibe_agent", *args], capture_output=True,
-                          text=True, timeout=120, env=clean | (env or {}), cwd=cwd)
+    return forked_run([sys.executable, "-m", "vibe_agent", *args], capture_output=True,
+                      text=True, timeout=120, env=clean | (env or {}), cwd=cwd)
 
 
 @pytest.mark.parametrize(("row_id", "mode"), [

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from forkserver import forked_run
 
 from vibe_agent.course import cli, make_notebooks
 from vibe_agent.course.reference import reference_model
@@ -16,8 +17,8 @@ from vibe_agent.course.reference import reference_model
 def run_cli(*args: str, env: dict[str, str] | None = None, cwd=None) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
-    return subprocess.run([sys.executable, "-m", "vibe_agent", *args], capture_output=True,
-                          text=True, timeout=120, env=clean | (env or {}), cwd=cwd)
+    return forked_run([sys.executable, "-m", "vibe_agent", *args], capture_output=True,
+                      text=True, timeout=120, env=clean | (env or {}), cwd=cwd)
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 
 import pytest
+from forkserver import forked_run
 
 from vibe_agent.course import cli
 from vibe_agent.course.chinese_argparse import ChineseArgumentParser, wrap
@@ -125,8 +125,8 @@ def test_wrap_of_hostile_input_is_bounded():
 def test_an_unknown_task_lists_the_tasks_on_one_line_when_piped(tmp_path):
     env = {k: v for k, v in os.environ.items()
            if k != "COLUMNS" and not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
-    run = subprocess.run([sys.executable, "-m", "vibe_agent", "code", "--task", "nosuch"],
-                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    run = forked_run([sys.executable, "-m", "vibe_agent", "code", "--task", "nosuch"],
+                     capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1, run.stderr  # the terminal wraps it, at its own width

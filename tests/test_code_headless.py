@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from forkserver import forked_run
 from terminal_helpers import PROMPT, clean_env, finish, spawn_code
 
 from vibe_agent.course.scripted import ScriptedModel, answer, call, calls, usage_of
@@ -23,9 +24,9 @@ TASK = "weather_fahrenheit"
 def code(*args: str, tmp_path: Path, stdin: str | None = None,
          **env: str) -> subprocess.CompletedProcess:
     """`python -m vibe_agent code ARGS` with stdin a pipe (not a terminal)."""
-    return subprocess.run([sys.executable, "-m", "vibe_agent", "code", *args],
-                          input=stdin or "", capture_output=True, text=True, timeout=120,
-                          cwd=tmp_path, env=clean_env(tmp_path, **env))
+    return forked_run([sys.executable, "-m", "vibe_agent", "code", *args],
+                      input=stdin or "", capture_output=True, text=True, timeout=120,
+                      cwd=tmp_path, env=clean_env(tmp_path, **env))
 
 
 def live(base_url: str) -> dict[str, str]:
@@ -289,10 +290,10 @@ def io_console():
 
 
 def test_bench_agent_code_fixes_suite_tasks_offline(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "vibe_agent", "bench", "--agent", "code",
-                          "--only", TASK, "bill_split_cents", "--json", str(tmp_path / "b.json")],
-                         capture_output=True, text=True, timeout=180, cwd=tmp_path,
-                         env=clean_env(tmp_path))
+    run = forked_run([sys.executable, "-m", "vibe_agent", "bench", "--agent", "code",
+                      "--only", TASK, "bill_split_cents", "--json", str(tmp_path / "b.json")],
+                     capture_output=True, text=True, timeout=180, cwd=tmp_path,
+                     env=clean_env(tmp_path))
     assert run.returncode == 0, run.stderr
     assert "agent：终端 agent" in run.stdout
     data = json.loads((tmp_path / "b.json").read_text("utf-8"))

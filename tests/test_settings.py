@@ -16,6 +16,7 @@ from pathlib import Path
 
 import openai
 import pytest
+from forkserver import forked_run
 
 from vibe_agent.course.cassette import RecordingFailed
 from vibe_agent.course.client import (
@@ -236,8 +237,8 @@ def test_url_credentials_are_sent_as_basic_auth_but_never_shown(tapes, monkeypat
 
 def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120):
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
-    return subprocess.run([sys.executable, "-m", "vibe_agent", *args], capture_output=True,
-                          text=True, timeout=timeout, env=clean | (env or {}), cwd=cwd)
+    return forked_run([sys.executable, "-m", "vibe_agent", *args], capture_output=True,
+                      text=True, timeout=timeout, env=clean | (env or {}), cwd=cwd)
 
 
 @pytest.mark.parametrize("value", ["0", "-3", "many"])

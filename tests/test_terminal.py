@@ -5,12 +5,12 @@ from __future__ import annotations
 import io
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pexpect
 import pytest
+from forkserver import forked_run
 from terminal_helpers import PROMPT, finish, spawn_code, workspace_of
 
 from vibe_agent.coding import snapshot
@@ -105,8 +105,8 @@ def test_eof_at_once_exits_zero(tmp_path):
 ])
 def test_bad_command_lines_are_chinese_errors_without_traceback(args, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
-    done = subprocess.run([sys.executable, "-m", "vibe_agent", "code", *args], env=env,
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    done = forked_run([sys.executable, "-m", "vibe_agent", "code", *args], env=env,
+                      cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr + done.stdout
     assert re.search(r"[\u4e00-\u9fff]", done.stderr)
@@ -196,7 +196,7 @@ def test_the_session_reads_agents_md_and_keeps_notes(tmp_path):
 
 def test_a_bad_mcp_option_is_a_chinese_error(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
-    done = subprocess.run([sys.executable, "-m", "vibe_agent", "code", "--task", TASK,
-                           "--mcp", "no-equals-sign"], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60, input="")
+    done = forked_run([sys.executable, "-m", "vibe_agent", "code", "--task", TASK,
+                       "--mcp", "no-equals-sign"], env=env, cwd=tmp_path,
+                      capture_output=True, text=True, timeout=60, input="")
     assert done.returncode == 2 and "名字=命令" in done.stderr

@@ -16,7 +16,7 @@ from typing import Any
 
 import pexpect
 import pytest
-from pty_forkserver import ForkServerSpawn
+from forkserver import ForkServerSpawn
 from terminal_helpers import PROMPT, clean_env, finish, project, squeezed, step
 
 from vibe_agent.approval import print_diff

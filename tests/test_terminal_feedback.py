@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 
 import pexpect
 import pytest
-from pty_forkserver import ForkServerSpawn
+from forkserver import ForkServerSpawn, forked_run
 from rich.console import Console
 from terminal_helpers import PROMPT, clean_env, step
 
@@ -308,8 +307,8 @@ def test_the_local_banner_says_each_thing_once(tmp_path):
 
 def test_the_demo_prints_its_steps_in_chinese():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "VIBE_AGENT_"))}
-    done = subprocess.run([sys.executable, "-m", "vibe_agent", "demo"], capture_output=True,
-                          text=True, env=env, timeout=60)
+    done = forked_run([sys.executable, "-m", "vibe_agent", "demo"], capture_output=True,
+                      text=True, env=env, timeout=60)
     assert done.returncode == 0
     assert "模型要调用工具" in done.stdout and "结束：模型给出了最终回答。" in done.stdout
     assert "→ tool_calls" not in done.stdout and "answered:" not in done.stdout

@@ -21,7 +21,7 @@ from typing import Any
 import pexpect
 import pyte
 import pytest
-from pty_forkserver import ForkServerSpawn
+from forkserver import ForkServerSpawn
 from rich.console import Console
 from terminal_helpers import clean_env
 

@@ -13,12 +13,12 @@ marked read-only, `add_note` is not read-only but not destructive.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pexpect
 import pytest
+from forkserver import forked_run
 from terminal_helpers import MCP, PROMPT, clean_env, end, spawn_code
 
 QUESTION = r"允许调用吗？\[y/N\] "
@@ -103,9 +103,9 @@ def test_bad_mcp_options_are_chinese_errors_without_traceback(tmp_path, options,
     folder = tmp_path / "project"
     folder.mkdir()
     given = [part for option in options for part in ("--mcp", option)]
-    done = subprocess.run([sys.executable, "-m", "vibe_agent", "code", str(folder), "--mode",
-                           "offline", *given], env=clean_env(tmp_path, COLUMNS="200"), cwd=tmp_path,
-                          capture_output=True, text=True, timeout=90, input="")
+    done = forked_run([sys.executable, "-m", "vibe_agent", "code", str(folder), "--mode",
+                       "offline", *given], env=clean_env(tmp_path, COLUMNS="200"), cwd=tmp_path,
+                      capture_output=True, text=True, timeout=90, input="")
     assert "Traceback" not in done.stderr + done.stdout
     assert done.returncode == 2
     assert words in done.stderr

@@ -18,7 +18,7 @@ from typing import Any
 
 import pexpect
 import pytest
-from pty_forkserver import ForkServerSpawn
+from forkserver import ForkServerSpawn
 from rich.console import Console
 from terminal_helpers import PROMPT, clean_env, finish, project, squeezed, step
 
