@@ -63,7 +63,7 @@ def _stdio(fd: int, old: Any) -> Any:
     import io
     buffered, writing = not old.write_through, fd != 0  # write_through: -u at our start
     raw = io.FileIO(fd, "w" if writing else "r", closefd=False)
-    buffer = (raw if not (buffered or not writing) else
+    buffer = (raw if writing and not buffered else
               io.BufferedWriter(raw) if writing else io.BufferedReader(raw))
     return io.TextIOWrapper(buffer, encoding=old.encoding, errors=old.errors,
                             line_buffering=buffered and (fd == 2 or os.isatty(fd)),
@@ -91,7 +91,7 @@ def _become(request: dict[str, Any], streams: list[int], others: list[socket.soc
     sys.stdin, sys.stdout, sys.stderr = (_stdio(fd, old) for fd, old in
                                          enumerate((sys.stdin, sys.stdout, sys.stderr)))
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
-    reply.sendall(f"pid {os.getpid()}\n".encode())  # the terminal is open: the test may let go
+    reply.sendall(f"pid {os.getpid()}\n".encode())  # its streams are open: the test may let go
     reply.close()
     flag, program, *args = request["argv"]
     if flag == "-m":
@@ -135,7 +135,7 @@ def serve(path: str) -> None:
                 conn.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
 
 
-# --- the client: what pexpect.spawn talks to --------------------------------------
+# --- the client: what pexpect.spawn and subprocess.Popen talk to ------------------
 
 
 class _Servers:
