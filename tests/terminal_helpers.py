@@ -33,8 +33,8 @@ def clean_env(tmp_path: Path, **more: str) -> dict[str, str]:
 def spawn_code(*args: str, tmp_path: Path, **env: str) -> pexpect.spawn:
     """`python -m vibe_agent code ARGS` in a 50 x 200 pty, in `clean_env` (COLUMNS=200, `env`)."""
     return ForkServerSpawn(sys.executable, ["-m", "vibe_agent", "code", *args],
-                         env=clean_env(tmp_path, COLUMNS="200", **env), cwd=str(tmp_path),
-                         encoding="utf-8", timeout=60, dimensions=(50, 200))
+                           env=clean_env(tmp_path, COLUMNS="200", **env), cwd=str(tmp_path),
+                           encoding="utf-8", timeout=60, dimensions=(50, 200))
 
 
 def workspace_of(child: pexpect.spawn) -> Path:

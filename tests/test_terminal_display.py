@@ -51,9 +51,9 @@ def spawn(args: list[str], tmp_path: Path, script: list[dict[str, Any]] | None =
 
     argv = ["-c", DRIVER, json.dumps(script)] if script is not None else ["-m", "vibe_agent"]
     return ForkServerSpawn(sys.executable, [*argv, "code", *args],
-                         env=clean_env(tmp_path, COLUMNS=str(WIDTH), LINES=str(HEIGHT)),
-                         cwd=str(tmp_path), encoding="utf-8", timeout=60,
-                         dimensions=(HEIGHT, WIDTH))
+                           env=clean_env(tmp_path, COLUMNS=str(WIDTH), LINES=str(HEIGHT)),
+                           cwd=str(tmp_path), encoding="utf-8", timeout=60,
+                           dimensions=(HEIGHT, WIDTH))
 
 
 def test_a_long_line_write_in_ask_mode_shows_the_payload_before_the_answer(tmp_path):

@@ -64,8 +64,8 @@ def spawn(tmp_path: Path, script: list[dict[str, Any]], *args: str, delay: float
     played = tmp_path / "script.json"  # a file: a 10,000-line answer is too long for argv
     played.write_text(json.dumps([delay, label, script]), encoding="utf-8")
     return ForkServerSpawn(sys.executable, ["-c", DRIVER, str(played), "code", str(folder), *args],
-                         env=env, cwd=str(tmp_path), encoding="utf-8", timeout=60,
-                         dimensions=(HEIGHT, WIDTH))
+                           env=env, cwd=str(tmp_path), encoding="utf-8", timeout=60,
+                           dimensions=(HEIGHT, WIDTH))
 
 
 def turn(child: pexpect.spawn, line: str = "你好") -> str:

@@ -79,9 +79,9 @@ class Terminal:
         self.replies: list[str] = []
         self.screen.write_process_input = self.replies.append  # the terminal's answers
         self.child = ForkServerSpawn(sys.executable, ["-c", DRIVER, str(self.requests_file),
-                                                    "code", str(folder), "--approve", "yolo"],
-                                   env=environment(tmp_path), cwd=str(tmp_path), timeout=60,
-                                   dimensions=(ROWS, COLS))
+                                                      "code", str(folder), "--approve", "yolo"],
+                                     env=environment(tmp_path), cwd=str(tmp_path), timeout=60,
+                                     dimensions=(ROWS, COLS))
         self.wait_for_prompt()
 
     def pump(self, seconds: float = 0.05) -> bool:

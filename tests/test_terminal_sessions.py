@@ -61,9 +61,9 @@ def spawn(args: list[str], tmp_path: Path, script: list[dict[str, Any]] | None =
     """`code ARGS` in a pty with a scripted model (its requests logged to requests.jsonl)."""
     argv = ["-c", DRIVER, str(tmp_path / "requests.jsonl"), json.dumps(script or [])]
     return ForkServerSpawn(sys.executable, [*argv, "code", *args],
-                         env=clean_env(tmp_path, COLUMNS=str(WIDTH), LINES=str(HEIGHT)),
-                         cwd=str(cwd or tmp_path), encoding="utf-8", timeout=60,
-                         dimensions=(HEIGHT, WIDTH))
+                           env=clean_env(tmp_path, COLUMNS=str(WIDTH), LINES=str(HEIGHT)),
+                           cwd=str(cwd or tmp_path), encoding="utf-8", timeout=60,
+                           dimensions=(HEIGHT, WIDTH))
 
 
 def requests(tmp_path: Path) -> list[list[dict[str, Any]]]:
