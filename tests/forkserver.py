@@ -307,7 +307,8 @@ class ForkServerSpawn(pexpect.spawn):
     def _spawnpty(self, args: list[bytes | str], **options: Any) -> Any:
         argv = [a.decode() if isinstance(a, bytes) else a for a in args]
         env = options.get("env")
-        if not servable(argv):
+        plain = options.get("preexec_fn") is None and options.get("echo", True)
+        if not (plain and servable(argv)):  # ignore_sighup arrives as a preexec_fn
             return super()._spawnpty(args, **options)
         return ForkedProcess(argv[1:], dict(env if env is not None else os.environ),
                              str(options.get("cwd") or os.getcwd()),

@@ -109,6 +109,15 @@ def test_popen_poll_wait_and_a_signal_are_a_subprocess_popen(monkeypatch):
     assert forked_run([sys.executable, "-c", "raise SystemExit(9)"]).returncode == 9
 
 
+def test_options_the_fork_server_does_not_honour_mean_a_plain_spawn(tmp_path, monkeypatch):
+    monkeypatch.setenv("FORKSERVER", "1")
+    for options in ({"echo": False}, {"ignore_sighup": True}, {"preexec_fn": lambda: None}):
+        child = ForkServerSpawn(sys.executable, ["-c", "pass"], cwd=str(tmp_path), **options)
+        assert not isinstance(child.ptyproc, ForkedProcess), options
+        child.expect(pexpect.EOF)
+        child.close()
+
+
 def test_a_start_it_cannot_reproduce_is_spawned(monkeypatch):
     monkeypatch.delenv("FORKSERVER", raising=False)
     assert servable([sys.executable, "-m", "vibe_agent", "code"])
